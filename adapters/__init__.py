@@ -1,0 +1,1 @@
+"""Adapters: torch.distributed reduction and the torchmetrics wrapper for fmetrics metrics."""

@@ -1,0 +1,64 @@
+"""`min` and `max`: running extrema (identity: +inf / -inf)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics.aggregation import _nan
+from fmetrics.metric import Metric
+from fmetrics.state import merge_fields
+
+
+class ExtremumState(NamedTuple):
+    value: torch.Tensor  # float64 running extremum
+    nan_count: torch.Tensor  # int64
+
+
+def _extremum(name: str, tag: str, nan_strategy) -> Metric:
+    _nan.check(name, nan_strategy)
+    start = float("inf") if tag == "min" else -float("inf")
+    reduce = torch.amin if tag == "min" else torch.amax
+    combine = torch.minimum if tag == "min" else torch.maximum
+
+    def init():
+        return ExtremumState(torch.tensor(start, dtype=torch.float64), torch.zeros((), dtype=torch.int64))
+
+    def update(state, value):
+        value = _nan.as_tensor(name, "value", value).to(state.value.dtype)
+        # dropped entries become the identity so they never win
+        filler = torch.full_like(value, start)
+        value, keep, nans = _nan.clean(nan_strategy, value, torch.ones_like(value))
+        value = torch.where(keep > 0, value, filler)
+        batch = reduce(value.reshape(-1), dim=0) if value.numel() else state.value
+        return ExtremumState(combine(state.value, batch), state.nan_count + nans)
+
+    def finalize(state):
+        _nan.report(name, nan_strategy, state.nan_count)
+        return state.value
+
+    tags = ExtremumState(value=tag, nan_count="sum")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
+                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)
+
+
+def min(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Smallest element seen: ``min_i x_i`` (``+inf`` before any data).
+
+    Example::
+
+        >>> fmetrics.min()(torch.tensor([3., -1.]))
+        tensor(-1., dtype=torch.float64)
+    """
+    return _extremum("min", "min", nan_strategy)
+
+
+def max(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Largest element seen: ``max_i x_i`` (``-inf`` before any data).
+
+    Example::
+
+        >>> fmetrics.max()(torch.tensor([3., -1.]))
+        tensor(3., dtype=torch.float64)
+    """
+    return _extremum("max", "max", nan_strategy)

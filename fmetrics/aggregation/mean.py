@@ -1,0 +1,61 @@
+"""`mean`: the weighted running mean."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.aggregation import _nan
+from fmetrics.metric import Metric
+from fmetrics.state import merge_fields
+
+
+class MeanState(NamedTuple):
+    weighted_sum: torch.Tensor  # float64, sum_i w_i x_i
+    weight: torch.Tensor  # float64, sum_i w_i
+    nan_count: torch.Tensor  # int64
+
+
+def mean(nan_strategy="warn") -> Metric:
+    """Weighted mean ``sum_i w_i x_i / sum_i w_i`` over every element seen.
+
+    ``update(state, value, weight=1.0)``; ``weight`` broadcasts to ``value``.
+    A NaN in a value or its weight drops both (per ``nan_strategy``). With no
+    weight seen the result is NaN.
+
+    Example::
+
+        >>> fmetrics.mean()(torch.tensor([1., 3.]), torch.tensor([1., 3.]))
+        tensor(2.5000, dtype=torch.float64)
+    """
+    name = "mean"
+    _nan.check(name, nan_strategy)
+
+    def init():
+        zero = torch.zeros((), dtype=torch.float64)
+        return MeanState(zero, zero.clone(), torch.zeros((), dtype=torch.int64))
+
+    def update(state, value, weight=1.0):
+        value = _nan.as_tensor(name, "value", value)
+        weight = _nan.as_tensor(name, "weight", weight)
+        try:
+            weight = torch.broadcast_to(weight, value.shape)
+        except RuntimeError:
+            raise validation.fail(name, "weight", f"a shape broadcastable to value's {tuple(value.shape)}",
+                                  tuple(weight.shape)) from None
+        value, weight, nans = _nan.clean(nan_strategy, value, weight)
+        acc = state.weight.dtype
+        return MeanState(
+            state.weighted_sum + (value.to(acc) * weight.to(acc)).sum(),
+            state.weight + weight.sum(dtype=acc),
+            state.nan_count + nans,
+        )
+
+    def finalize(state):
+        _nan.report(name, nan_strategy, state.nan_count)
+        return state.weighted_sum / state.weight
+
+    tags = MeanState(weighted_sum="sum", weight="sum", nan_count="sum")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
+                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)

@@ -1,0 +1,43 @@
+"""`sum`: the running sum of all values."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics.aggregation import _nan
+from fmetrics.metric import Metric
+from fmetrics.state import merge_fields
+
+
+class SumState(NamedTuple):
+    total: torch.Tensor  # float64 sum of kept values
+    nan_count: torch.Tensor  # int64, NaNs seen
+
+
+def sum(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Sum of every element seen: ``sum_i x_i``.
+
+    Example::
+
+        >>> fmetrics.sum()(torch.tensor([1., 2., 3.]))
+        tensor(6., dtype=torch.float64)
+    """
+    name = "sum"
+    _nan.check(name, nan_strategy)
+
+    def init():
+        return SumState(torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64))
+
+    def update(state, value):
+        value = _nan.as_tensor(name, "value", value)
+        value, _, nans = _nan.clean(nan_strategy, value, torch.ones_like(value))
+        return SumState(state.total + value.sum(dtype=state.total.dtype), state.nan_count + nans)
+
+    def finalize(state):
+        _nan.report(name, nan_strategy, state.nan_count)
+        return state.total
+
+    tags = SumState(total="sum", nan_count="sum")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
+                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)

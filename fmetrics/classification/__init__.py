@@ -1,0 +1,3 @@
+"""Classification metrics."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Regression metrics."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Retrieval metrics."""
+
+__all__: list[str] = []

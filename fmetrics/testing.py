@@ -1,0 +1,457 @@
+"""`check_metric`: the law checker (DESIGN.md §2) for shipped and user metrics.
+
+Every law is a small function; `check_metric` runs the selected ones and
+raises ``AssertionError("<metric>: law '<law>' broken: ...")`` at the first
+broken law.
+
+Laws (names accepted by ``laws=``):
+
+* ``purity`` -- update / merge / finalize leave states and inputs unchanged.
+* ``reference`` -- the one-shot value matches ``reference(*all_inputs)``.
+* ``split invariance`` -- random re-batchings (empty batches included, in
+  shuffled order) give the one-shot value; integer states match exactly.
+* ``merge identity`` -- ``merge(init(), s)`` and ``merge(s, init())`` are ``s``.
+* ``merge order`` -- ``finalize(merge(a, b)) == finalize(merge(b, a))``.
+* ``merge associativity`` -- ``merge(merge(a, b), c) == merge(a, merge(b, c))``.
+* ``distributed equivalence`` -- uneven shards, a rank with no data
+  (``init()``), folded in rank order, give the one-shot value.
+* ``vmap`` -- ``torch.func.vmap(update)`` over a stacked state matches
+  per-slice updates.
+* ``no host sync`` -- update calls nothing that copies data to the host
+  (``.item()``, ``.tolist()``, ``.cpu()``, ``bool(tensor)``, boolean-mask
+  indexing, ``nonzero``, ...): checked with a `TorchFunctionMode`, so it also
+  holds on CPU, where such calls cost nothing and go unnoticed.
+* ``compile`` -- ``torch.compile(update, backend="eager", fullgraph=True)``
+  traces with no graph break and matches eager.
+* ``serialization`` -- a state survives ``torch.save`` / ``torch.load``.
+
+Inputs: ``batches`` is a list of input tuples ``update(state, *batch)``; the
+first axis of every tensor (or list) in a batch is the sample axis.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import random
+import warnings
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+from torch.overrides import TorchFunctionMode
+
+from fmetrics import state as state_lib
+from fmetrics.metric import Metric
+
+__all__ = ["LAWS", "check_metric", "assert_values_close", "concat_inputs", "split_inputs"]
+
+LAWS = (
+    "purity",
+    "reference",
+    "split invariance",
+    "merge identity",
+    "merge order",
+    "merge associativity",
+    "distributed equivalence",
+    "vmap",
+    "no host sync",
+    "compile",
+    "serialization",
+)
+
+
+class _Broken(AssertionError):
+    pass
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _length(x) -> Optional[int]:
+    if isinstance(x, torch.Tensor):
+        return x.shape[0] if x.dim() else None
+    if isinstance(x, dict):
+        return next((n for n in map(_length, x.values()) if n is not None), None)
+    if isinstance(x, (list, tuple)):
+        return len(x)
+    return None
+
+
+def _num_samples(batch: tuple) -> int:
+    n = next((n for n in map(_length, batch) if n is not None), None)
+    if n is None:
+        raise ValueError("check_metric: each batch needs a tensor or list with a sample axis")
+    return n
+
+
+def _take(x, lo: int, hi: int):
+    if isinstance(x, dict):
+        return {k: _take(v, lo, hi) for k, v in x.items()}
+    if _length(x) is None:
+        return x  # scalars and other non-sample arguments travel as they are
+    return x[lo:hi]
+
+
+def _join(xs: list):
+    x0 = xs[0]
+    if isinstance(x0, dict):
+        return {k: _join([x[k] for x in xs]) for k in x0}
+    if isinstance(x0, torch.Tensor) and x0.dim():
+        return torch.cat(xs, dim=0)
+    if isinstance(x0, (list, tuple)):
+        return type(x0)(item for x in xs for item in x)
+    return x0
+
+
+def concat_inputs(batches: Sequence[tuple]) -> tuple:
+    """All batches joined into one along the sample axis."""
+    return tuple(_join([b[i] for b in batches]) for i in range(len(batches[0])))
+
+
+def split_inputs(inputs: tuple, cuts: Sequence[int]) -> list[tuple]:
+    """Splits joined inputs at sample positions ``cuts`` (sorted, may repeat)."""
+    edges = [0, *cuts, _num_samples(inputs)]
+    return [tuple(_take(x, lo, hi) for x in inputs) for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+def _as_batch(b) -> tuple:
+    return b if isinstance(b, tuple) else (b,)
+
+
+# ---------------------------------------------------------------- values
+
+
+def assert_values_close(actual, expected, rtol: float, atol: float, what: str = "value") -> None:
+    """Recursive `torch.testing.assert_close` over dicts / tuples, NaN == NaN."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict) or set(actual) != set(expected):
+            raise AssertionError(f"{what}: keys {sorted(actual) if isinstance(actual, dict) else actual!r} "
+                                 f"!= {sorted(expected)}")
+        for k in expected:
+            assert_values_close(actual[k], expected[k], rtol, atol, f"{what}[{k!r}]")
+        return
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(actual, (tuple, list)) or len(actual) != len(expected):
+            raise AssertionError(f"{what}: expected a sequence of {len(expected)}, got {actual!r}")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_values_close(a, e, rtol, atol, f"{what}[{i}]")
+        return
+    a = torch.as_tensor(actual)
+    e = torch.as_tensor(expected)
+    if a.is_floating_point() or e.is_floating_point():
+        a, e = a.double(), e.double()
+    try:
+        torch.testing.assert_close(a.cpu(), e.cpu(), rtol=rtol, atol=atol, equal_nan=True, check_dtype=False)
+    except AssertionError as err:
+        raise AssertionError(f"{what}: {err}") from None
+
+
+def _clone(tree):
+    return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x), tree)
+
+
+def _assert_unchanged(before, after, what: str) -> None:
+    fb, sb = pytree.tree_flatten(before)
+    fa, sa = pytree.tree_flatten(after)
+    if sb != sa:
+        raise _Broken(f"{what} changed structure")
+    for x, y in zip(fb, fa):
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(
+                torch.nan_to_num(x.detach()) if x.is_floating_point() else x,
+                torch.nan_to_num(y.detach()) if y.is_floating_point() else y,
+            ) or (x.is_floating_point() and not torch.equal(x.isnan(), y.isnan())):
+                raise _Broken(f"{what} was modified in place")
+        elif x != y:
+            raise _Broken(f"{what} was modified in place")
+
+
+def _assert_int_states_equal(a, b, what: str) -> None:
+    """Integer leaves of two same-layout states must match exactly."""
+    fa, sa = pytree.tree_flatten(a)
+    fb, sb = pytree.tree_flatten(b)
+    if sa != sb:
+        return  # e.g. chunked fields split differently; the values are compared instead
+    for x, y in zip(fa, fb):
+        if isinstance(x, torch.Tensor) and not x.is_floating_point() and not x.is_complex():
+            if x.shape == y.shape and not torch.equal(x, y):
+                raise _Broken(f"{what}: integer state differs: {x} vs {y}")
+
+
+# ---------------------------------------------------------------- the checker
+
+
+class _Ctx:
+    def __init__(self, metric, batches, reference, rtol, atol, ref_rtol, ref_atol, canonical, rng, num_splits):
+        self.m = metric
+        self.batches = [_as_batch(b) for b in batches]
+        self.reference = reference
+        self.rtol, self.atol = rtol, atol
+        self.ref_rtol, self.ref_atol = ref_rtol, ref_atol
+        self.canonical = canonical or (lambda v: v)
+        self.rng = rng
+        self.num_splits = num_splits
+        self.full = concat_inputs(self.batches)
+        self.n = _num_samples(self.full)
+        self.expected = self.value(self.run([self.full]))
+
+    def run(self, batches, state=None):
+        s = self.m.init() if state is None else state
+        for b in batches:
+            s = self.m.update(s, *b)
+        return s
+
+    def value(self, state):
+        return self.canonical(self.m.finalize(state))
+
+    def close(self, actual, expected, what):
+        try:
+            assert_values_close(actual, expected, self.rtol, self.atol, what)
+        except AssertionError as err:
+            raise _Broken(str(err)) from None
+
+    def random_cuts(self, pieces: int) -> list[int]:
+        return sorted(self.rng.randint(0, self.n) for _ in range(pieces - 1))
+
+    def thirds(self):
+        a, b = sorted((self.rng.randint(0, self.n), self.rng.randint(0, self.n)))
+        return [self.run([p]) for p in split_inputs(self.full, [a, b])]
+
+
+def _law_purity(c: _Ctx):
+    m = c.m
+    s = c.run(c.batches[:1])
+    for b in c.batches:
+        s_before, b_before = _clone(s), _clone(b)
+        s2 = m.update(s, *b)
+        _assert_unchanged(s_before, s, "update: the state")
+        _assert_unchanged(b_before, b, "update: the inputs")
+        s = s2
+    other = c.run(c.batches[-1:])
+    s_before, o_before = _clone(s), _clone(other)
+    m.merge(s, other)
+    _assert_unchanged(s_before, s, "merge: the first state")
+    _assert_unchanged(o_before, other, "merge: the second state")
+    m.finalize(s)
+    _assert_unchanged(s_before, s, "finalize: the state")
+
+
+def _law_reference(c: _Ctx):
+    if c.reference is None:
+        return
+    want = c.canonical(c.reference(*c.full))
+    try:
+        assert_values_close(c.expected, want, c.ref_rtol, c.ref_atol, "value vs reference")
+    except AssertionError as err:
+        raise _Broken(str(err)) from None
+
+
+def _law_split(c: _Ctx):
+    c.close(c.value(c.run(c.batches)), c.expected, "value with the given batches")
+    one_shot = c.run([c.full])
+    for i in range(c.num_splits):
+        pieces = split_inputs(c.full, c.random_cuts(c.rng.randint(2, 6)))
+        pieces.insert(c.rng.randint(0, len(pieces)), split_inputs(c.full, [0])[0])  # an empty batch
+        c.rng.shuffle(pieces)
+        s = c.run(pieces)
+        _assert_int_states_equal(s, one_shot, f"re-batching #{i}")
+        c.close(c.value(s), c.expected, f"value after re-batching #{i} into {len(pieces)} batches")
+
+
+def _law_identity(c: _Ctx):
+    s = c.run(c.batches)
+    want = c.value(s)
+    c.close(c.value(c.m.merge(c.m.init(), s)), want, "merge(init(), s)")
+    c.close(c.value(c.m.merge(s, c.m.init())), want, "merge(s, init())")
+
+
+def _law_order(c: _Ctx):
+    a, b, _ = c.thirds()
+    c.close(c.value(c.m.merge(b, a)), c.value(c.m.merge(a, b)), "merge(b, a) vs merge(a, b)")
+
+
+def _law_assoc(c: _Ctx):
+    a, b, d = c.thirds()
+    m = c.m
+    left = m.merge(m.merge(a, b), d)
+    right = m.merge(a, m.merge(b, d))
+    _assert_int_states_equal(left, right, "merge(merge(a, b), c) vs merge(a, merge(b, c))")
+    c.close(c.value(left), c.value(right), "merge(merge(a, b), c) vs merge(a, merge(b, c))")
+    c.close(c.value(left), c.expected, "merge of three parts vs one shot")
+
+
+def _law_distributed(c: _Ctx):
+    for world in (2, 3):
+        shards = split_inputs(c.full, c.random_cuts(world))
+        states = []
+        for shard in shards:
+            n = _num_samples(shard)
+            half = c.rng.randint(0, n)
+            states.append(c.run(split_inputs(shard, [half])))
+        states.insert(c.rng.randint(0, len(states)), c.m.init())  # a rank that saw no data
+        folded = state_lib.fold(c.m.merge, states)
+        c.close(c.value(folded), c.expected, f"{world + 1} ranks (one empty) folded in rank order")
+
+
+def _first_nonempty(c: _Ctx) -> tuple:
+    return next((b for b in c.batches if _num_samples(b) > 0), c.full)
+
+
+def _permuted(batch: tuple, perm: torch.Tensor) -> tuple:
+    n = _num_samples(batch)
+    return tuple(x[perm] if isinstance(x, torch.Tensor) and x.dim() and x.shape[0] == n else x for x in batch)
+
+
+def _law_vmap(c: _Ctx):
+    b0 = _first_nonempty(c)
+    perm = torch.randperm(_num_samples(b0), generator=torch.Generator().manual_seed(c.rng.randint(0, 2**31)))
+    b1 = _permuted(b0, perm)
+    s0, s1 = c.run([b0]), c.run([b1])
+    in_dims = (0,) + tuple(0 if isinstance(x, torch.Tensor) else None for x in b0)
+    stacked_inputs = tuple(torch.stack([x, y]) if isinstance(x, torch.Tensor) else x for x, y in zip(b0, b1))
+    try:
+        out = torch.func.vmap(c.m.update, in_dims=in_dims)(state_lib.stack([s0, s1]), *stacked_inputs)
+    except Exception as err:  # noqa: BLE001 - any failure here breaks the law
+        raise _Broken(f"update fails under torch.func.vmap: {type(err).__name__}: {err}") from None
+    want = [c.m.update(s0, *b0), c.m.update(s1, *b1)]
+    for i, (got, w) in enumerate(zip(state_lib.unstack(out), want)):
+        try:
+            assert_values_close(got, w, c.rtol, c.atol, f"vmapped state slice {i}")
+        except AssertionError as err:
+            raise _Broken(str(err)) from None
+
+
+_SYNCING = frozenset({
+    "item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__len__",
+    "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+})
+
+
+class _NoHostSync(TorchFunctionMode):
+    """Raises on tensor calls that would copy device data to the host."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in _SYNCING:
+            raise _Broken(f"update calls `{name}`, which syncs the device with the host")
+        if name in ("__getitem__", "__setitem__") and len(args) > 1:
+            index = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in index):
+                raise _Broken("update indexes with a boolean mask (a data-dependent shape, a host sync on GPU)")
+        return func(*args, **(kwargs or {}))
+
+
+def _law_no_sync(c: _Ctx):
+    b0 = _first_nonempty(c)
+    s = c.run([b0])
+    with _NoHostSync():
+        c.m.update(s, *b0)
+
+
+def _law_compile(c: _Ctx):
+    import torch._dynamo
+
+    b0 = _first_nonempty(c)
+    s = c.run([b0])
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(c.m.update, backend="eager", fullgraph=True)
+        got = compiled(s, *b0)
+    except Exception as err:  # noqa: BLE001
+        raise _Broken(f"update does not trace with fullgraph=True: {type(err).__name__}: {str(err)[:800]}") from None
+    finally:
+        torch._dynamo.reset()
+    try:
+        assert_values_close(got, c.m.update(s, *b0), c.rtol, c.atol, "compiled update vs eager")
+    except AssertionError as err:
+        raise _Broken(str(err)) from None
+
+
+def _law_serialization(c: _Ctx):
+    s = c.run(c.batches)
+    buf = io.BytesIO()
+    torch.save(s, buf)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    if type(loaded) is not type(s) or pytree.tree_structure(loaded) != pytree.tree_structure(s):
+        raise _Broken("the loaded state has another structure")
+    c.close(c.value(loaded), c.value(s), "value of the reloaded state")
+
+
+_CHECKS: dict[str, Callable[[_Ctx], None]] = {
+    "purity": _law_purity,
+    "reference": _law_reference,
+    "split invariance": _law_split,
+    "merge identity": _law_identity,
+    "merge order": _law_order,
+    "merge associativity": _law_assoc,
+    "distributed equivalence": _law_distributed,
+    "vmap": _law_vmap,
+    "no host sync": _law_no_sync,
+    "compile": _law_compile,
+    "serialization": _law_serialization,
+}
+
+
+def check_metric(
+    metric: Metric,
+    batches: Sequence[Any],
+    reference: Optional[Callable[..., Any]] = None,
+    *,
+    laws: Sequence[str] = LAWS,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    reference_rtol: Optional[float] = None,
+    reference_atol: Optional[float] = None,
+    canonical: Optional[Callable[[Any], Any]] = None,
+    num_splits: int = 3,
+    seed: int = 0,
+) -> None:
+    """Checks the laws of DESIGN.md §2 on ``metric`` and raises at the first broken one.
+
+    Args:
+      metric: any `fmetrics.Metric`.
+      batches: list of input tuples (``update(state, *batch)``); a bare tensor
+        is a one-argument batch. At least one batch must be non-empty.
+      reference: ``reference(*all_inputs)`` -> expected value (numpy, float,
+        tensor, or dicts/tuples of them), e.g. a scikit-learn function.
+      laws: the laws to check (default: all of `LAWS`). A metric that cannot
+        obey one (vmap over Python strings) passes the rest explicitly.
+      rtol, atol: tolerance between fmetrics' own values (re-batched, merged,
+        compiled); ``reference_rtol/atol`` (default: the same) for the reference.
+      canonical: applied to every finalized value before comparing, for
+        values that are equal up to order (e.g. ``torch.sort`` for `cat`).
+
+    Raises:
+      AssertionError: ``"<name>: law '<law>' broken: <what differed>"``.
+
+    Example::
+
+        >>> check_metric(fmetrics.mean(), [torch.rand(8), torch.rand(5)],
+        ...              reference=lambda x: x.double().mean())
+    """
+    unknown = [law for law in laws if law not in _CHECKS]
+    if unknown:
+        raise ValueError(f"check_metric: argument `laws` expected names from {LAWS}, got {unknown}")
+    if not batches:
+        raise ValueError("check_metric: argument `batches` expected at least one batch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # value warnings (NaN policy 'warn') repeat in every law
+        try:
+            ctx = _Ctx(metric, batches, reference, rtol, atol,
+                       rtol if reference_rtol is None else reference_rtol,
+                       atol if reference_atol is None else reference_atol,
+                       canonical, random.Random(seed), num_splits)
+        except Exception as err:
+            raise AssertionError(f"{metric.name}: the one-shot run failed: {type(err).__name__}: {err}") from err
+        for law in LAWS:
+            if law not in laws:
+                continue
+            try:
+                _CHECKS[law](ctx)
+            except _Broken as err:
+                raise AssertionError(f"{metric.name}: law '{law}' broken: {err}") from None
+            except Exception as err:
+                raise AssertionError(
+                    f"{metric.name}: law '{law}' broken: raised {type(err).__name__}: {err}"
+                ) from err
