@@ -2,7 +2,7 @@
 
 Every metric is ``init / update / merge / finalize``; see DESIGN.md.
 """
-from fmetrics import state, testing, validation
+from fmetrics import state, testing, validation, wrappers
 from fmetrics.aggregation import *  # noqa: F401,F403
 from fmetrics.aggregation import __all__ as _aggregation_all
 from fmetrics.classification import *  # noqa: F401,F403
@@ -24,6 +24,7 @@ __all__ = [
     "state",
     "testing",
     "validation",
+    "wrappers",
     *_aggregation_all,
     *_classification_all,
     *_regression_all,

@@ -1,0 +1,3 @@
+"""Re-exports of the counting (stat-score family) metrics."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Re-exports of the score-ranking (curve family) metrics."""
+
+__all__: list[str] = []
