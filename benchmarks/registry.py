@@ -4,22 +4,46 @@ A workload builds data once and names, per contender, a callable that runs
 the whole job (updates and the final compute) and returns its value::
 
     @register("classification/multiclass_accuracy", domain="classification",
-              samples=200 * 4096)
+              samples=lambda quick: (20 if quick else 200) * 4096)
     def multiclass_accuracy(quick: bool) -> dict[str, Callable[[], Any]]:
         data = ...
         return {"fmetrics": lambda: ..., "torchmetrics": lambda: ...}
 
-A contender whose package is missing raises ``ImportError`` while building
-its callable (or the workload returns it without that key) and is reported as
-skipped. ``samples`` (for ``quick=False``) lets the harness report throughput;
-``bytes`` the bytes a streaming pass must read, for the bandwidth fraction.
+``"fmetrics"`` is the baseline; every other key is a peer, and each peer gets
+a row (time, ratio peer/fmetrics, largest absolute difference of the values).
+
+* A contender whose package is missing raises ``ImportError`` (while building
+  the workload, or when its callable first runs), maps to ``None``, or is
+  named in ``peers=`` but absent from the dict: its row is reported as skipped.
+* ``samples`` / ``bytes``: an int, or ``f(quick) -> int``. They give the
+  throughput (samples/s) and, for streaming workloads, the fraction of the
+  machine's memory bandwidth (``bytes`` = what one pass must read). A plain
+  int is taken to describe the full run (``quick=False``) only.
+* ``tolerance``: a value element ``a`` agrees with the baseline's ``b`` when
+  ``|a - b| <= tolerance * max(1, |b|)``; rows beyond it are flagged.
+* A callable may return `Measured(value, extra={...}, seconds=...)` to add
+  measured columns (collectives, bytes sent, ...) or to report a time it
+  measured itself (e.g. inside worker processes) instead of the wall time.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Union
 
-__all__ = ["Workload", "register", "WORKLOADS"]
+__all__ = ["Workload", "Measured", "register", "WORKLOADS", "BASELINE"]
+
+BASELINE = "fmetrics"
+
+Size = Union[int, Callable[[bool], int], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    """A contender's result with extra measured columns and/or its own timing."""
+
+    value: Any
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,21 +51,32 @@ class Workload:
     name: str
     domain: str
     build: Callable[[bool], dict[str, Callable[[], Any]]]
-    samples: Optional[Callable[[bool], int]] = None
-    bytes: Optional[Callable[[bool], int]] = None
+    samples: Size = None
+    bytes: Size = None
     description: str = ""
+    tolerance: float = 1e-4
+    peers: tuple = ()
+
+    def size(self, field: str, quick: bool) -> Optional[int]:
+        """``samples`` or ``bytes`` for this run, or None when unknown."""
+        v = getattr(self, field)
+        if v is None or (quick and not callable(v)):
+            return None
+        return int(v(quick) if callable(v) else v)
 
 
 WORKLOADS: dict[str, Workload] = {}
 
 
-def register(name: str, *, domain: str, samples=None, bytes=None, description: str = ""):  # noqa: A002
+def register(name: str, *, domain: str, samples: Size = None, bytes: Size = None,  # noqa: A002
+             description: str = "", tolerance: float = 1e-4, peers: tuple = ()):
     """Decorator registering ``build(quick) -> {contender: run}`` as a workload."""
 
     def deco(build):
         if name in WORKLOADS:
             raise ValueError(f"benchmark workload {name!r} registered twice")
-        WORKLOADS[name] = Workload(name, domain, build, samples, bytes, description or (build.__doc__ or "").strip())
+        WORKLOADS[name] = Workload(name, domain, build, samples, bytes,
+                                   description or (build.__doc__ or "").strip(), float(tolerance), tuple(peers))
         return build
 
     return deco
