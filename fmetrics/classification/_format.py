@@ -1,0 +1,288 @@
+"""Input formatting and validation shared by every classification metric.
+
+Users pass labels, probabilities or logits, ``(N,)`` or ``(N, 1)`` targets,
+integer, bool or float 0/1 targets, and extra dimensions ``(N, ..., )``. The
+``*_inputs`` functions turn that into one canonical layout, checking shapes,
+dtypes and configuration eagerly (`ValueError` via `fmetrics.validation.fail`)
+and *counting* bad values without a host sync:
+
+``binary_inputs(name, preds, target, ignore_index=None, samplewise=False)``
+    preds ``(N, ...)``, target ``(N, ...)`` (a trailing singleton axis on either
+    side is squeezed when only it differs) ->
+    ``Formatted(preds (N, M), target (N, M), keep (N, M), invalid (3,))``.
+``multiclass_inputs(name, preds, target, num_classes, ignore_index=None, samplewise=False)``
+    preds ``(N, C, ...)`` scores or ``(N, ...)`` labels, target ``(N, ...)`` ->
+    preds ``(N, C, M)`` scores or ``(N, M)`` int64 labels, target / keep ``(N, M)``.
+    ``preds.shape[1] != num_classes`` raises at once.
+``multilabel_inputs(name, preds, target, num_labels, ignore_index=None, samplewise=False)``
+    preds and target ``(N, L, ...)`` -> ``(N, L, M)`` each.
+
+``M`` is the product of the extra dimensions (1 when there are none). In the
+result, ``preds`` are the user's float scores unchanged (convert with
+`sigmoid_if_logits` / `softmax_if_logits`) or int64 labels; ``target`` is
+int64 with every ignored or invalid entry replaced by 0; ``keep`` is the bool
+mask of entries that count. ``invalid`` is an int64 vector of counts of
+dropped entries, one per rule of `RULES`; keep it in a ``"sum"`` state field
+and call `report(name, invalid)` in ``finalize``. With ``validate=False`` the
+counts are zeros and nothing is dropped except ``ignore_index``.
+
+Logits are detected per batch as torchmetrics does: if any float prediction of
+the batch lies outside ``[0, 1]`` the whole batch is treated as logits. The
+flag is a 0-d tensor fed to ``torch.where``, so there is no host sync.
+
+Example::
+
+    >>> f = binary_inputs("binary_accuracy", torch.tensor([0.2, 3.0]), torch.tensor([[0], [1]]))
+    >>> sigmoid_if_logits(f.preds)      # 3.0 is outside [0, 1]: the batch is logits
+    tensor([[0.5498], [0.9526]])
+    >>> f.target, f.keep.all(), f.invalid
+    (tensor([[0], [1]]), tensor(True), tensor([0, 0, 0]))
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import torch
+
+from fmetrics import validation
+
+__all__ = [
+    "RULES",
+    "Formatted",
+    "binary_inputs",
+    "multiclass_inputs",
+    "multilabel_inputs",
+    "logits_flag",
+    "sigmoid_if_logits",
+    "softmax_if_logits",
+    "check_ignore_index",
+    "check_multidim_average",
+    "check_num",
+    "check_threshold",
+    "report",
+]
+
+RULES = (
+    "target values must be valid labels or ignore_index (the entries were dropped)",
+    "integer preds must be valid labels (the entries were dropped)",
+    "float preds must not be NaN (the entries were dropped)",
+)
+
+
+class Formatted(NamedTuple):
+    preds: torch.Tensor  # float scores as given, or int64 labels
+    target: torch.Tensor  # int64; ignored / invalid entries hold 0
+    keep: torch.Tensor  # bool: the entry counts
+    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of RULES
+
+
+# ------------------------------------------------------------------ config checks
+
+
+def check_num(name: str, arg: str, value) -> int:
+    """``num_classes`` / ``num_labels``: an int >= 2."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise validation.fail(name, arg, "an integer >= 2", repr(value))
+    return value
+
+
+def check_threshold(name: str, threshold) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise validation.fail(name, "threshold", "a float in [0, 1]", repr(threshold))
+    return float(threshold)
+
+
+def check_ignore_index(name: str, ignore_index) -> Optional[int]:
+    if ignore_index is not None and (isinstance(ignore_index, bool) or not isinstance(ignore_index, int)):
+        raise validation.fail(name, "ignore_index", "None or an integer", repr(ignore_index))
+    return ignore_index
+
+
+def check_multidim_average(name: str, multidim_average) -> str:
+    return validation.check_policy(name, "multidim_average", multidim_average, ("global", "samplewise"))
+
+
+# ------------------------------------------------------------------ logits
+
+
+def logits_flag(x: torch.Tensor) -> torch.Tensor:
+    """0-d bool tensor: some entry of ``x`` lies outside ``[0, 1]`` (NaN does not count)."""
+    return ((x < 0) | (x > 1)).any()
+
+
+def sigmoid_if_logits(x: torch.Tensor) -> torch.Tensor:
+    """``sigmoid(x)`` if any entry of the batch is outside ``[0, 1]``, else ``x`` (no host sync)."""
+    return torch.where(logits_flag(x), x.sigmoid(), x)
+
+
+def softmax_if_logits(x: torch.Tensor, dim: int = 1) -> torch.Tensor:
+    """``softmax(x, dim)`` if any entry of the batch is outside ``[0, 1]``, else ``x`` (no host sync)."""
+    return torch.where(logits_flag(x), x.softmax(dim), x)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _as_tensor(name: str, arg: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise validation.fail(name, arg, "a torch.Tensor", type(x).__name__)
+    if x.is_complex():
+        raise validation.fail(name, arg, "a real (float, integer or bool) tensor", f"dtype {x.dtype}")
+    if x.dim() == 0:
+        raise validation.fail(name, arg, "a tensor with a sample axis (N, ...)", "a 0-d tensor")
+    return x
+
+
+def _squeeze_pair(preds: torch.Tensor, target: torch.Tensor):
+    """Drops a trailing singleton axis of one side when only it makes the shapes differ."""
+    if preds.shape != target.shape:
+        if target.dim() == preds.dim() + 1 and target.shape[-1] == 1 and target.shape[:-1] == preds.shape:
+            target = target.squeeze(-1)
+        elif preds.dim() == target.dim() + 1 and preds.shape[-1] == 1 and preds.shape[:-1] == target.shape:
+            preds = preds.squeeze(-1)
+    return preds, target
+
+
+def _zeros3(device) -> torch.Tensor:
+    return torch.zeros(3, dtype=torch.int64, device=device)
+
+
+def _label_values(x: torch.Tensor, num: int, extra: Optional[int]):
+    """``(labels int64, ok bool)``: ``x`` holds an integer in ``[0, num)`` (or equals ``extra``)."""
+    if x.dtype == torch.bool:
+        return x.long(), torch.ones_like(x, dtype=torch.bool)
+    if x.is_floating_point():
+        ok = (x >= 0) & (x < num) & (x == x.floor())
+        labels = torch.where(ok, x, 0).long()
+    else:
+        ok = (x >= 0) & (x < num)
+        labels = x.long()
+    if extra is not None:
+        ok = ok | (x == extra)
+    return labels, ok
+
+
+def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
+    """``(target int64 with dropped entries 0, keep, count of invalid entries)`` for labels in ``[0, num)``."""
+    labels, ok = _label_values(target, num, None)
+    ignored = target == ignore_index if ignore_index is not None else torch.zeros_like(ok)
+    if validate:
+        keep = ok & ~ignored
+        count = validation.count(~(ok | ignored))
+    else:
+        keep = ~ignored
+        count = torch.zeros((), dtype=torch.int64, device=target.device)
+    return torch.where(keep, labels, 0), keep, count
+
+
+def _preds_labels(preds: torch.Tensor, num: int, validate: bool):
+    labels, ok = _label_values(preds, num, None)
+    if not validate:
+        return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=preds.device)
+    return torch.where(ok, labels, 0), ok, validation.count(~ok)
+
+
+def _flat(x: torch.Tensor, lead: int) -> torch.Tensor:
+    """Keeps the first ``lead`` axes and flattens the rest into one (``M``)."""
+    return x.reshape(*x.shape[:lead], -1)
+
+
+def _samplewise_ndim(name: str, x: torch.Tensor, at_least: int, layout: str):
+    if x.dim() < at_least:
+        raise validation.fail(name, "preds", f"extra dimensions {layout} when multidim_average='samplewise'",
+                              f"shape {tuple(x.shape)}")
+
+
+# ------------------------------------------------------------------ tasks
+
+
+def _binary_like(name, preds, target, ignore_index, validate):
+    """Shared by binary and multilabel once shapes agree."""
+    tgt, keep, bad_t = _target(target, 2, ignore_index, validate)
+    if preds.is_floating_point():
+        if validate:
+            nan = torch.isnan(preds) & keep
+            keep = keep & ~nan
+            bad_p, bad_n = torch.zeros_like(bad_t), validation.count(nan)
+        else:
+            bad_p = bad_n = torch.zeros_like(bad_t)
+        out = preds
+    else:
+        out, ok, _ = _preds_labels(preds, 2, validate)
+        bad = ~ok & keep
+        keep = keep & ok
+        bad_p, bad_n = validation.count(bad), torch.zeros_like(bad_t)
+    return Formatted(out, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
+
+
+def binary_inputs(name: str, preds, target, ignore_index: Optional[int] = None,
+                  samplewise: bool = False, validate: bool = True) -> Formatted:
+    """Binary inputs as ``(N, M)``: see the module docstring."""
+    preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
+    preds, target = _squeeze_pair(preds, target)
+    if preds.shape != target.shape:
+        raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
+    if samplewise:
+        _samplewise_ndim(name, preds, 2, "(N, ...)")
+    return _binary_like(name, _flat(preds, 1), _flat(target, 1), ignore_index, validate)
+
+
+def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: Optional[int] = None,
+                      samplewise: bool = False, validate: bool = True) -> Formatted:
+    """Multilabel inputs as ``(N, L, M)``: see the module docstring."""
+    preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
+    if preds.shape != target.shape:
+        raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
+    if preds.dim() < 2 or preds.shape[1] != num_labels:
+        raise validation.fail(name, "preds", f"shape (N, num_labels={num_labels}, ...)", tuple(preds.shape))
+    if samplewise:
+        _samplewise_ndim(name, preds, 3, "(N, L, ...)")
+    return _binary_like(name, _flat(preds, 2), _flat(target, 2), ignore_index, validate)
+
+
+def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: Optional[int] = None,
+                      samplewise: bool = False, validate: bool = True) -> Formatted:
+    """Multiclass inputs: scores ``(N, C, M)`` or labels ``(N, M)``; see the module docstring."""
+    preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
+    scores = preds.is_floating_point() and preds.dim() >= 2 and (
+        preds.dim() == target.dim() + 1
+        or (preds.dim() == target.dim() and target.shape[-1] == 1 and preds.shape[0] == target.shape[0]
+            and preds.shape[2:] == target.shape[1:-1] and preds.shape != target.shape)
+    )
+    if scores:
+        if preds.dim() == target.dim():
+            target = target.squeeze(-1)
+        if preds.shape[1] != num_classes:
+            raise validation.fail(name, "num_classes", f"the width of preds' class axis {preds.shape[1]}",
+                                  f"{num_classes} (preds shape {tuple(preds.shape)})")
+        if preds.shape[2:] != target.shape[1:] or preds.shape[0] != target.shape[0]:
+            raise validation.fail(name, "target", f"shape (N, ...) for preds of shape (N, C, ...) "
+                                  f"{tuple(preds.shape)}", tuple(target.shape))
+    else:
+        preds, target = _squeeze_pair(preds, target)
+        if preds.shape != target.shape:
+            raise validation.fail(name, "preds", f"labels of target's shape {tuple(target.shape)} "
+                                  "or float scores (N, C, ...)", f"{tuple(preds.shape)} {preds.dtype}")
+    if samplewise:
+        _samplewise_ndim(name, target, 2, "(N, ...) in target")
+    target = _flat(target, 1)
+    tgt, keep, bad_t = _target(target, num_classes, ignore_index, validate)
+    zero = torch.zeros_like(bad_t)
+    if scores:
+        preds = _flat(preds, 2)
+        if validate:
+            nan = torch.isnan(preds).any(1) & keep
+            keep = keep & ~nan
+            bad_p, bad_n = zero, validation.count(nan)
+        else:
+            bad_p = bad_n = zero
+    else:
+        preds, ok, _ = _preds_labels(_flat(preds, 1), num_classes, validate)
+        bad_p, bad_n = validation.count(~ok & keep), zero
+        keep = keep & ok
+    return Formatted(preds, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
+
+
+def report(name: str, invalid: torch.Tensor, policy: str = "error") -> None:
+    """Raises (``policy="error"``) or warns in ``finalize`` for each non-zero count of `RULES`."""
+    validation.report(name, dict(zip(RULES, invalid.reshape(-1, 3).sum(0))), policy)
