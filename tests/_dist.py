@@ -1,0 +1,139 @@
+"""Real multi-process groups for tests: `spawn(fn, world_size, *args, timeout=120.0)`.
+
+Starts ``world_size`` processes (spawn start method), each joining a gloo
+process group on 127.0.0.1 at a free port, runs ``fn(rank, world_size,
+*args)`` (a top-level importable function, picklable args), destroys the
+group and returns every rank's (picklable) return value in rank order::
+
+    def _body(rank, world_size, x):
+        t = torch.tensor([x + rank])
+        torch.distributed.all_reduce(t)
+        return t.item()
+
+    assert spawn(_body, 2, 10) == [21, 21]
+
+Any rank raising -> ``AssertionError`` carrying that rank's traceback (the
+other ranks, possibly stuck in a collective, are killed). Passing
+``timeout`` seconds -> every child is killed and ``AssertionError`` is
+raised, so a hang fails the test instead of blocking CI.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import pickle
+import queue as queue_lib
+import socket
+import sys
+import time
+import traceback
+
+import torch.multiprocessing as mp
+
+__all__ = ["spawn"]
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_GRACE_S = 5.0  # how long the other ranks may take to report once one rank failed
+_PORT_RETRIES = 3
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child(rank: int, world_size: int, port: int, timeout: float, fn, args, results) -> None:
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size))
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world_size, timeout=datetime.timedelta(seconds=timeout))
+        payload = (rank, True, pickle.dumps(fn(rank, world_size, *args)))
+    except BaseException:  # noqa: BLE001 - reported to the parent
+        payload = (rank, False, traceback.format_exc())
+    results.put(payload)
+    try:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - teardown after the result was sent
+        pass
+
+
+def _kill(procs) -> None:
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        p.join(5)
+
+
+def _run_once(fn, world_size: int, args: tuple, timeout: float):
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = _free_port()
+    procs = [ctx.Process(target=_child, args=(r, world_size, port, timeout, fn, args, results), daemon=True)
+             for r in range(world_size)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + timeout
+    got: dict[int, tuple[bool, object]] = {}
+    failed_at = None
+    try:
+        while len(got) < world_size:
+            now = time.monotonic()
+            if now > deadline:
+                missing = sorted(set(range(world_size)) - set(got))
+                errors = [f"rank {r}:\n{v}" for r, (ok, v) in sorted(got.items()) if not ok]
+                raise AssertionError(f"spawn: timed out after {timeout:.0f}s waiting for ranks {missing}"
+                                     + ("".join("\n" + e for e in errors)))
+            if failed_at is not None and now - failed_at > _GRACE_S:
+                break
+            try:
+                rank, ok, value = results.get(timeout=0.1)
+            except queue_lib.Empty:
+                for r, p in enumerate(procs):  # a child that died without reporting (segfault, kill)
+                    if r not in got and p.exitcode is not None:
+                        try:
+                            rank, ok, value = results.get(timeout=1.0)
+                        except queue_lib.Empty:
+                            got[r] = (False, f"process exited with code {p.exitcode} without a result")
+                            failed_at = failed_at or time.monotonic()
+                            break
+                        got[rank] = (ok, value)
+                        break
+                continue
+            got[rank] = (ok, value)
+            if not ok and failed_at is None:
+                failed_at = time.monotonic()
+    finally:
+        _kill(procs)
+        results.close()
+    errors = {r: v for r, (ok, v) in got.items() if not ok}
+    if errors:
+        return None, errors
+    return [pickle.loads(got[r][1]) for r in range(world_size)], None
+
+
+def spawn(fn, world_size: int, *args, timeout: float = 120.0) -> list:
+    """Runs ``fn(rank, world_size, *args)`` on ``world_size`` gloo ranks; returns the results in rank order."""
+    if world_size < 1:
+        raise ValueError(f"spawn: argument `world_size` expected >= 1, got {world_size}")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != REPO])
+    for attempt in range(_PORT_RETRIES):
+        values, errors = _run_once(fn, world_size, args, timeout)
+        if values is not None:
+            return values
+        port_taken = any("Address already in use" in e or "EADDRINUSE" in e for e in errors.values())
+        if not port_taken or attempt == _PORT_RETRIES - 1:
+            break
+    report = "\n".join(f"--- rank {r} ---\n{tb}" for r, tb in sorted(errors.items()))
+    raise AssertionError(f"spawn: {len(errors)} of {world_size} ranks failed running "
+                         f"{getattr(fn, '__qualname__', fn)}:\n{report}")
