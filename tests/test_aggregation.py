@@ -1,0 +1,131 @@
+"""Aggregation metrics: NaN policies, bad input, and parity with torchmetrics' aggregators."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torchmetrics
+
+import fmetrics as fm
+
+NAN = float("nan")
+
+
+def _stream(seed=0):
+    # 1-D values: torchmetrics' CatMetric cannot join a NaN-filtered (flattened) 2-D batch with an unfiltered one
+    g = torch.Generator().manual_seed(seed)
+    xs = [torch.randn(n, generator=g) for n in (5, 1, 8)]
+    xs[1][0] = NAN
+    xs[2][3] = NAN
+    return xs
+
+
+def _run(metric, xs, *extra):
+    s = metric.init()
+    for x in xs:
+        s = metric.update(s, x, *extra)
+    return metric.finalize(s)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (fm.sum, torchmetrics.SumMetric),
+        (fm.mean, torchmetrics.MeanMetric),
+        (fm.min, torchmetrics.MinMetric),
+        (fm.max, torchmetrics.MaxMetric),
+        (fm.cat, torchmetrics.CatMetric),
+    ],
+)
+@pytest.mark.parametrize("strategy", ["ignore", "disable", 0.5])
+def test_matches_torchmetrics(ours, theirs, strategy):
+    xs = _stream()
+    ref = theirs(nan_strategy=strategy)
+    for x in xs:
+        ref.update(x.clone())
+    want = ref.compute()
+    got = _run(ours(nan_strategy=strategy), xs)
+    torch.testing.assert_close(got.double().reshape(-1), want.double().reshape(-1), equal_nan=True, rtol=1e-6, atol=1e-6)
+
+
+def test_weighted_mean_matches_numpy_and_drops_nan_pairs():
+    x = torch.tensor([1.0, 2.0, NAN, 4.0])
+    w = torch.tensor([1.0, NAN, 2.0, 3.0])
+    got = fm.mean(nan_strategy="ignore")(x, w)
+    keep = np.array([True, False, False, True])
+    want = np.average(x.numpy()[keep], weights=w.numpy()[keep])  # (1*1 + 4*3) / (1 + 3)
+    assert got.item() == pytest.approx(want) == pytest.approx(13 / 4)
+
+
+def test_mean_scalar_weight_broadcasts():
+    assert fm.mean()(torch.tensor([2.0, 4.0]), 3.0).item() == pytest.approx(3.0)
+
+
+def test_error_policy_raises_at_finalize_with_count_and_keeps_state():
+    m = fm.mean(nan_strategy="error")
+    s = m.update(m.init(), torch.tensor([1.0, NAN, NAN, 3.0]))  # no raise in update: no host sync
+    with pytest.raises(ValueError, match="mean: 2 input entries broke the rule: values must not be NaN"):
+        m.finalize(s)
+    assert s.weighted_sum.item() == 4.0 and s.weight.item() == 2.0  # valid entries kept
+
+
+def test_warn_policy_warns_at_finalize():
+    m = fm.sum()  # default "warn", as torchmetrics
+    s = m.update(m.init(), torch.tensor([1.0, NAN]))
+    with pytest.warns(UserWarning, match="sum: 1 input entry broke the rule"):
+        assert m.finalize(s).item() == 1.0
+
+
+def test_ignore_policy_is_silent():
+    m = fm.max(nan_strategy="ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert m(torch.tensor([NAN, -2.0])).item() == -2.0
+
+
+def test_disable_propagates_nan():
+    assert torch.isnan(fm.mean(nan_strategy="disable")(torch.tensor([1.0, NAN])))
+
+
+def test_empty_results_follow_torchmetrics():
+    assert torch.isnan(fm.mean().finalize(fm.mean().init()))
+    assert fm.max().finalize(fm.max().init()).item() == -float("inf")
+    assert fm.min().finalize(fm.min().init()).item() == float("inf")
+    assert fm.sum().finalize(fm.sum().init()).item() == 0.0
+    assert fm.cat().finalize(fm.cat().init()).numel() == 0
+
+
+def test_float64_accumulation_does_not_drift():
+    # 2**24 + 1 is not representable in float32; float32 running sums lose the +1s.
+    m = fm.sum()
+    s = m.init()
+    big = torch.tensor([2.0**24], dtype=torch.float32)
+    s = m.update(s, big)
+    for _ in range(10):
+        s = m.update(s, torch.ones(1, dtype=torch.float32))
+    assert m.finalize(s).item() == 2.0**24 + 10
+
+
+@pytest.mark.parametrize("factory", [fm.sum, fm.mean, fm.min, fm.max, fm.cat])
+def test_bad_policy_is_a_clear_error(factory):
+    with pytest.raises(ValueError, match=f"{factory.__name__}: argument `nan_strategy` expected one of"):
+        factory(nan_strategy="drop")
+
+
+def test_bad_weight_shape_leaves_state_intact():
+    m = fm.mean()
+    s = m.update(m.init(), torch.tensor([1.0, 3.0]))
+    with pytest.raises(ValueError, match=r"mean: argument `weight` expected a shape broadcastable to value's \(2,\)"):
+        m.update(s, torch.tensor([1.0, 2.0]), torch.ones(3))
+    assert m.finalize(s).item() == 2.0
+
+
+def test_non_tensor_value_is_a_clear_error():
+    with pytest.raises(ValueError, match="sum: argument `value` expected a tensor or a number, got str"):
+        fm.sum()("3")
+
+
+def test_python_numbers_are_accepted():
+    m = fm.mean()
+    s = m.update(m.update(m.init(), 1.0), 2)
+    assert m.finalize(s).item() == 1.5
