@@ -1,0 +1,44 @@
+"""`retrieval_map`: mean average precision (torchmetrics' ``RetrievalMAP``)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from fmetrics.metric import Metric
+from fmetrics.retrieval import _base
+from fmetrics.retrieval._ranking import Ranking
+
+
+def retrieval_map(
+    top_k: Optional[int] = None,
+    empty_target_action: str = "neg",
+    ignore_index: Optional[int] = None,
+    aggregation="mean",
+) -> Metric:
+    """Average precision per query, aggregated over queries (MAP).
+
+    ``AP@k = (1/|H|) sum_{i in H} P@(i+1)``, where ``H`` are the 0-based ranks
+    ``i < k`` of relevant rows with score > 0 (rows scored <= 0 count as not
+    retrieved, as in torchmetrics) and ``P@(i+1)`` the precision at that rank;
+    0 when ``H`` is empty. Note the divisor is ``|H|``, not the number of
+    relevant rows (trec_eval's ``map_cut_k`` differs; see docs/retrieval.md).
+
+    Example::
+
+        >>> fmetrics.retrieval_map()(torch.tensor([.2, .3, .5]), torch.tensor([1, 0, 1]), torch.tensor([0, 0, 0]))
+        tensor(0.8333, dtype=torch.float64)
+    """
+    name = "retrieval_map"
+    _base.check_top_k(name, top_k)
+
+    def per_query(r: Ranking) -> torch.Tensor:
+        hit = r.relevant & r.retrieved & _base.cutoff(r, top_k)
+        precision = r.relevant_so_far.to(torch.float64) / (r.rank + 1)
+        return _base.ratio(r.per_query(torch.where(hit, precision, 0.0)), r.per_query(hit.to(torch.int64)))
+
+    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                       aggregation=aggregation)
+
+
+retrieval_average_precision = retrieval_map  # torchmetrics' functional name

@@ -1,0 +1,40 @@
+"""`retrieval_mrr`: mean reciprocal rank (torchmetrics' ``RetrievalMRR``)."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from fmetrics.metric import Metric
+from fmetrics.retrieval import _base
+from fmetrics.retrieval._ranking import Ranking
+
+
+def retrieval_mrr(
+    top_k: Optional[int] = None,
+    empty_target_action: str = "neg",
+    ignore_index: Optional[int] = None,
+    aggregation="mean",
+) -> Metric:
+    """Reciprocal rank of the first relevant row per query, aggregated over queries.
+
+    ``RR@k = 1 / (i + 1)`` for the first 0-based rank ``i < k`` holding a relevant
+    row with score > 0; 0 if there is none.
+
+    Example::
+
+        >>> fmetrics.retrieval_mrr()(torch.tensor([.2, .3, .5]), torch.tensor([0, 1, 0]), torch.tensor([0, 0, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "retrieval_mrr"
+    _base.check_top_k(name, top_k)
+
+    def per_query(r: Ranking) -> torch.Tensor:
+        first = r.relevant & r.retrieved & _base.cutoff(r, top_k) & (r.relevant_so_far == 1)
+        return r.per_query(torch.where(first, 1.0 / (r.rank + 1).to(torch.float64), 0.0))
+
+    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                       aggregation=aggregation)
+
+
+retrieval_reciprocal_rank = retrieval_mrr  # torchmetrics' functional name
