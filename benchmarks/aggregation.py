@@ -1,0 +1,72 @@
+"""Aggregation workloads: a stream of 200 batches of 4096x16 floats (25 with --quick).
+
+fmetrics' ``init / update* / finalize`` against torchmetrics' ``update* / compute``,
+both with their default ``nan_strategy="warn"``.
+"""
+from __future__ import annotations
+
+import torch
+
+import fmetrics
+from benchmarks.registry import register
+
+ROWS, COLS = 4096, 16
+
+
+def _batches(quick: bool) -> int:
+    return 25 if quick else 200
+
+
+def _samples(quick: bool) -> int:
+    return _batches(quick) * ROWS
+
+
+def _bytes(quick: bool) -> int:
+    return _batches(quick) * ROWS * COLS * 4  # float32 values, one pass
+
+
+def _data(quick: bool) -> list[torch.Tensor]:
+    return list(torch.randn(_batches(quick), ROWS, COLS).unbind(0))
+
+
+def _fmetrics(metric: fmetrics.Metric, batches):
+    def run():
+        s = metric.init()
+        for b in batches:
+            s = metric.update(s, b)
+        return metric.finalize(s)
+
+    return run
+
+
+def _torchmetrics(cls_name: str, batches):
+    import torchmetrics
+
+    def run():
+        m = getattr(torchmetrics, cls_name)()
+        for b in batches:
+            m.update(b)
+        return m.compute()
+
+    return run
+
+
+def _workload(name: str, factory, tm_class: str, doc: str):
+    @register(f"aggregation/{name}", domain="aggregation", samples=_samples, bytes=_bytes,
+              peers=("torchmetrics",), description=doc)
+    def build(quick: bool):
+        batches = _data(quick)
+        runs = {"fmetrics": _fmetrics(factory(), batches)}
+        try:
+            runs["torchmetrics"] = _torchmetrics(tm_class, batches)
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+_workload("mean", fmetrics.mean, "MeanMetric", "running mean of 4096x16 batches vs MeanMetric")
+_workload("sum", fmetrics.sum, "SumMetric", "running sum of 4096x16 batches vs SumMetric")
+_workload("max", fmetrics.max, "MaxMetric", "running max of 4096x16 batches vs MaxMetric")
+_workload("cat", fmetrics.cat, "CatMetric", "concatenation of 4096x16 batches vs CatMetric")

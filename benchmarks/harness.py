@@ -1,0 +1,568 @@
+"""The benchmark runner behind ``python -m benchmarks``.
+
+For each selected workload (see `benchmarks.registry`) the harness builds the
+data once (seeded), calls every contender once (warm-up; its value is the one
+compared), then times them in alternating rounds -- the order rotates every
+round so that no contender always runs on a warm or a cold cache -- and
+reports the median time and its spread (interquartile range).
+
+Each workload gets a share of a global time budget (under two minutes for
+``--quick``, twenty for the full run); the number of rounds is chosen from the
+warm-up time to fit that share, between a minimum and a maximum.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import gc
+import importlib
+import importlib.metadata
+import json
+import math
+import os
+import pkgutil
+import platform
+import sys
+import time
+import traceback
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import torch
+
+from benchmarks import registry
+from benchmarks.registry import BASELINE, Measured, Workload
+
+SCHEMA = "fmetrics-benchmarks/1"
+NOT_WORKLOADS = {"__main__", "harness", "registry", "conftest"}
+PEER_PACKAGES = ("torchmetrics", "torcheval", "scikit-learn", "scipy", "ranx", "pytrec-eval-terrier",
+                 "faster-coco-eval", "pycocotools", "numpy")
+
+
+class Budget:
+    """Wall-time budget of a run, and how many timed rounds a workload gets.
+
+    A workload's share is the time left divided by the workloads left (capped);
+    it runs rounds until its share is spent, between ``min_rounds`` and
+    ``max_rounds`` (``--repeats`` fixes the count).
+    """
+
+    def __init__(self, quick: bool, repeats: Optional[int] = None):
+        self.total_s = 100.0 if quick else 1100.0  # under 2 / 20 minutes, imports and bandwidth included
+        self.cap_s = 5.0 if quick else 60.0
+        self.min_rounds, self.max_rounds = (3, 15) if quick else (5, 41)
+        if repeats is not None:
+            self.min_rounds = self.max_rounds = repeats
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def share(self, workloads_left: int) -> float:
+        return min(max(self.total_s - self.elapsed(), 0.0) / max(workloads_left, 1), self.cap_s)
+
+    def another_round(self, done: int, spent_s: float, last_round_s: float, share_s: float) -> bool:
+        if done < self.min_rounds:
+            return True
+        return done < self.max_rounds and spent_s + last_round_s <= share_s
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def discover(package: str = "benchmarks") -> list[tuple[str, str]]:
+    """Imports every workload module of ``package``; returns ``[(module, error)]`` for those that failed."""
+    pkg = importlib.import_module(package)
+    errors = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        name = info.name
+        if name in NOT_WORKLOADS or name.startswith(("_", "test_")):
+            continue
+        try:
+            importlib.import_module(f"{package}.{name}")
+        except Exception as e:  # noqa: BLE001 - a broken module is reported, not fatal
+            errors.append((f"{package}.{name}", f"{type(e).__name__}: {e}"))
+    return errors
+
+
+def select(workloads: Mapping[str, Workload], only: Optional[str]) -> list[Workload]:
+    """Workloads whose name matches one of the comma-separated patterns (glob or substring)."""
+    if not only:
+        return [workloads[k] for k in sorted(workloads)]
+    patterns = [p.strip() for p in only.split(",") if p.strip()]
+    return [workloads[k] for k in sorted(workloads)
+            if any(p in k or fnmatch.fnmatchcase(k, p) for p in patterns)]
+
+
+# ---------------------------------------------------------------- machine
+
+
+def measure_bandwidth(quick: bool) -> dict:
+    """Memory bandwidth in GB/s: best of a few large ``sum`` (read) and ``copy_`` (read + write) passes."""
+    n = 256 * 2**20 // 4  # 256 MiB: well beyond the last-level cache
+    x = torch.ones(n, dtype=torch.float32)
+    y = torch.zeros_like(x)
+    read = copy = math.inf
+    for _ in range(5 if quick else 10):
+        t0 = time.perf_counter()
+        x.sum()
+        t1 = time.perf_counter()
+        y.copy_(x)
+        t2 = time.perf_counter()
+        read, copy = min(read, t1 - t0), min(copy, t2 - t1)
+    nbytes = x.numel() * x.element_size()
+    read_gbps, copy_gbps = nbytes / read / 1e9, 2 * nbytes / copy / 1e9
+    return {"read_gbps": read_gbps, "copy_gbps": copy_gbps, "gbps": max(read_gbps, copy_gbps),
+            "buffer_bytes": nbytes}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    versions = {}
+    for pkg in PEER_PACKAGES:
+        try:
+            versions[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return {
+        "platform": platform.platform(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "packages": versions,
+        "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+# ---------------------------------------------------------------- correctness
+
+
+def _leaves(x, path: str, out: dict) -> dict:
+    """Flattens a result into ``{path: leaf}``; leaves are float64 arrays, or other plain values."""
+    if isinstance(x, Measured):
+        x = x.value
+    if isinstance(x, torch.Tensor):
+        out[path] = x.detach().to("cpu", torch.float64).numpy()
+    elif isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+        out[path] = x.astype(np.float64)
+    elif isinstance(x, (bool, int, float, np.number)):
+        out[path] = np.asarray(x, dtype=np.float64)
+    elif isinstance(x, Mapping):
+        for k in sorted(x, key=str):
+            _leaves(x[k], f"{path}.{k}" if path else str(k), out)
+    elif isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            _leaves(v, f"{path}[{i}]", out)
+    else:
+        out[path] = x
+    return out
+
+
+def compare(value, reference, tolerance: float) -> tuple[float, bool, Optional[str]]:
+    """``(largest |value - reference|, within tolerance, note)`` over matching leaves.
+
+    Element ``a`` agrees with ``b`` when ``|a - b| <= tolerance * max(1, |b|)``;
+    NaN agrees with NaN, and an infinity with the same infinity.
+    """
+    a, b = _leaves(value, "", {}), _leaves(reference, "", {})
+    if a.keys() != b.keys():
+        return math.inf, False, f"result structure differs: {sorted(a)} vs {sorted(b)}"
+    worst, ok, note = 0.0, True, None
+    for k in a:
+        x, y = a[k], b[k]
+        if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
+            if not (x == y):
+                return math.inf, False, f"{k or 'value'}: {x!r} != {y!r}"
+            continue
+        if x.size != y.size:
+            return math.inf, False, f"{k or 'value'}: shape {x.shape} vs {y.shape}"
+        x, y = x.reshape(-1), y.reshape(-1)
+        same = (x == y) | (np.isnan(x) & np.isnan(y))
+        with np.errstate(invalid="ignore"):
+            d = np.where(same, 0.0, np.abs(x - y))
+        d = np.where(np.isnan(d), np.inf, d)
+        if d.size:
+            worst = max(worst, float(d.max()))
+            bad = d > tolerance * np.maximum(1.0, np.nan_to_num(np.abs(y), nan=1.0, posinf=1.0))
+            if bad.any() and ok:
+                ok, note = False, f"{k or 'value'}: |diff| {float(d[bad].max()):.3g} > tolerance {tolerance:g}"
+    return worst, ok, note
+
+
+# ---------------------------------------------------------------- timing
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _timed(fn) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    _sync()
+    seconds = time.perf_counter() - t0
+    if isinstance(out, Measured) and out.seconds is not None:
+        seconds = float(out.seconds)
+    return out, seconds
+
+
+def _stats(times: list[float], samples: Optional[int], nbytes: Optional[int], bandwidth: Optional[float],
+           extra: Mapping) -> dict:
+    med = float(np.median(times))
+    q1, q3 = np.percentile(times, [25, 75])
+    return {
+        "median_s": med,
+        "iqr_s": float(q3 - q1),
+        "min_s": float(min(times)),
+        "max_s": float(max(times)),
+        "times_s": [float(t) for t in times],
+        "samples_per_s": samples / med if samples and med > 0 else None,
+        "bandwidth_fraction": nbytes / med / (bandwidth * 1e9) if nbytes and bandwidth and med > 0 else None,
+        "extra": {k: (v.item() if isinstance(v, (torch.Tensor, np.generic)) else v) for k, v in extra.items()},
+    }
+
+
+def _short_error(e: BaseException) -> str:
+    frame = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
+    where = f" ({os.path.basename(frame[0].filename)}:{frame[0].lineno})" if frame else ""
+    return f"{type(e).__name__}: {e}{where}".replace("\n", " ")[:300]
+
+
+def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, bandwidth: Optional[float],
+                 progress=None) -> list[dict]:
+    """Runs one workload; returns one row per peer (or one baseline-only row)."""
+    progress = progress or (lambda msg: None)
+    share = budget.share(workloads_left)
+    t_start = time.perf_counter()
+    base_row = {"workload": w.name, "domain": w.domain, "description": w.description, "tolerance": w.tolerance}
+
+    def row(peer, status, reason=None, **kw):
+        return {**base_row, "peer": peer, "status": status, "reason": reason, "baseline": None,
+                "peer_stats": None, "ratio": None, "max_abs_diff": None, "agree": None, **kw}
+
+    progress("building data")
+    torch.manual_seed(0)
+    np.random.seed(0)
+    try:
+        runs = dict(w.build(quick))
+    except ImportError as e:
+        return [row(None, "skipped", f"missing package: {e}")]
+    except Exception as e:  # noqa: BLE001
+        return [row(None, "error", f"build failed: {_short_error(e)}")]
+    if BASELINE not in runs or runs[BASELINE] is None:
+        return [row(None, "error", f"workload has no {BASELINE!r} contender")]
+    peers = [p for p in runs if p != BASELINE]
+    skipped = {p: "not installed" for p in w.peers if p not in runs}
+    skipped.update({p: "not installed" for p in peers if runs[p] is None})
+
+    values, times, extras, warmup, errors = {}, {}, {}, {}, {}
+    for name in [BASELINE] + peers:  # warm-up: first call, the value we compare
+        if name in skipped:
+            continue
+        progress(f"warm-up {name}")
+        try:
+            out, t = _timed(runs[name])
+        except ImportError as e:
+            skipped[name] = f"missing package: {e}"
+            continue
+        except Exception as e:  # noqa: BLE001
+            errors[name] = _short_error(e)
+            continue
+        values[name], times[name], warmup[name] = out, [], t
+        extras[name] = dict(out.extra) if isinstance(out, Measured) else {}
+    if BASELINE not in values:
+        why = errors.get(BASELINE) or skipped.get(BASELINE)
+        return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
+
+    live = [n for n in [BASELINE] + peers if n in values]
+    last_round = sum(warmup[n] for n in live)
+    rounds = 0
+    while live and budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
+        order = live[rounds % len(live):] + live[:rounds % len(live)]
+        t_round = time.perf_counter()
+        for name in order:
+            progress(f"round {rounds + 1}: {name}")
+            gc.collect()
+            try:
+                _, t = _timed(runs[name])
+            except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
+                errors[name] = _short_error(e)
+                live.remove(name)
+                continue
+            times[name].append(t)
+        last_round = time.perf_counter() - t_round
+        rounds += 1
+    wall = time.perf_counter() - t_start
+
+    samples, nbytes = w.size("samples", quick), w.size("bytes", quick)
+
+    def stats(name):
+        if name not in values or name in errors or not times[name]:
+            return None
+        return {**_stats(times[name], samples, nbytes, bandwidth, extras[name]), "first_call_s": warmup[name]}
+
+    base = stats(BASELINE)
+    meta = {"rounds": rounds, "wall_s": wall, "samples": samples, "bytes": nbytes}
+    if base is None:
+        return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
+    rows = []
+    if not peers and not skipped:
+        rows.append(row(None, "ok", baseline=base, **meta))
+    for name in peers + [p for p in skipped if p not in peers]:
+        if name in skipped:
+            rows.append(row(name, "skipped", skipped[name], baseline=base, **meta))
+            continue
+        st = stats(name)
+        if st is None:
+            rows.append(row(name, "error", errors.get(name, "no value"), baseline=base, **meta))
+            continue
+        diff, agree, note = compare(values[name], values[BASELINE], w.tolerance)
+        rows.append(row(name, "ok" if agree else "mismatch", note, baseline=base, peer_stats=st,
+                        ratio=st["median_s"] / base["median_s"] if base["median_s"] > 0 else None,
+                        max_abs_diff=diff, agree=agree, **meta))
+    return rows
+
+
+# ---------------------------------------------------------------- output
+
+
+def _fmt_time(s: Optional[float]) -> str:
+    if s is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def _fmt_stats(st: Optional[dict]) -> str:
+    if st is None:
+        return "-"
+    spread = st["iqr_s"] / 2 / st["median_s"] * 100 if st["median_s"] > 0 else 0.0
+    return f"{_fmt_time(st['median_s'])} ±{spread:.0f}%"
+
+
+def _fmt_rate(r: Optional[float]) -> str:
+    if r is None:
+        return "-"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if r >= scale:
+            return f"{r / scale:.3g}{unit}/s"
+    return f"{r:.3g}/s"
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, int) and abs(v) >= 10_000:
+        return f"{v:.3g}"
+    return str(v)
+
+
+def _fmt_extra(r: dict) -> str:
+    a = (r["baseline"] or {}).get("extra") or {}
+    b = (r["peer_stats"] or {}).get("extra") or {}
+    parts = []
+    for k in list(a) + [k for k in b if k not in a]:
+        if k in a and k in b:
+            parts.append(f"{k} {_fmt_value(a[k])} vs {_fmt_value(b[k])}")
+        else:
+            parts.append(f"{k} {_fmt_value(a.get(k, b.get(k)))}" + ("" if k in a else f" ({r['peer']})"))
+    return "; ".join(parts)
+
+
+def _check(r: dict) -> str:
+    if r["status"] == "ok":
+        return "ok" if r["peer"] else "-"
+    if r["status"] == "mismatch":
+        return "MISMATCH"
+    return r["status"]
+
+
+def format_table(rows: list[dict]) -> str:
+    """An aligned text table: one line per (workload, peer)."""
+    header = ("workload", "peer", "fmetrics", "peer time", "peer/fm", "max|diff|", "check",
+              "fm samples/s", "fm %bw", "extra / note")
+    lines = []
+    for r in rows:
+        base = r["baseline"]
+        note = _fmt_extra(r) if r["status"] in ("ok",) else (r["reason"] or "")
+        if r["status"] == "mismatch":
+            note = "; ".join(x for x in (r["reason"], _fmt_extra(r)) if x)
+        lines.append((
+            r["workload"],
+            r["peer"] or "-",
+            _fmt_stats(base),
+            _fmt_stats(r["peer_stats"]),
+            f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
+            f"{r['max_abs_diff']:.2g}" if r["max_abs_diff"] is not None else "-",
+            _check(r),
+            _fmt_rate(base and base["samples_per_s"]),
+            f"{base['bandwidth_fraction'] * 100:.1f}%" if base and base["bandwidth_fraction"] else "-",
+            note,
+        ))
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
+    right = {2, 3, 4, 5, 7, 8}
+
+    def fmt(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(line) for line in lines])
+
+
+class Progress:
+    """One status line on stderr: rewritten in place on a terminal, one line per workload otherwise."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.prefix = ""
+
+    def start(self, i: int, n: int, name: str):
+        self.prefix = f"[{i}/{n}] {name}"
+        self.step("")
+
+    def step(self, msg: str):
+        if self.tty:
+            line = f"{self.prefix}  {msg}"[:119]
+            self.stream.write("\r" + line.ljust(119))
+            self.stream.flush()
+
+    def done(self, seconds: float, rows: list[dict]):
+        flags = sorted({r["status"] for r in rows} - {"ok"})
+        line = f"{self.prefix}  {seconds:.1f} s" + (f"  ({', '.join(flags)})" if flags else "")
+        self.stream.write(("\r" + line.ljust(119) + "\n") if self.tty else line + "\n")
+        self.stream.flush()
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="fmetrics side by side with torchmetrics and other peers, on identical data.")
+    p.add_argument("--quick", action="store_true", help="small data and few rounds (under 2 minutes)")
+    p.add_argument("--only", metavar="PATTERN",
+                   help="comma-separated workload name patterns (substring or glob, e.g. 'regression/*')")
+    p.add_argument("--threads", type=int, metavar="N", help="torch.set_num_threads(N) (default: torch's)")
+    p.add_argument("--repeats", type=int, metavar="N", help="timed rounds per workload (default: fit the budget)")
+    p.add_argument("--json", metavar="FILE", help="write the machine-readable results to FILE")
+    p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the ratios (needs matplotlib)")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    return p
+
+
+def _list(workloads, stream) -> None:
+    for name in sorted(workloads):
+        desc = workloads[name].description.splitlines()[0] if workloads[name].description else ""
+        stream.write(f"  {name}" + (f"  -- {desc}" if desc else "") + "\n")
+
+
+def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None, err=None) -> int:
+    """CLI entry point; ``workloads`` replaces discovery (tests pass their own)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    args = _parser().parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            err.write("--threads must be >= 1\n")
+            return 2
+        torch.set_num_threads(args.threads)
+    if args.repeats is not None and args.repeats < 1:
+        err.write("--repeats must be >= 1\n")
+        return 2
+    if args.plot:
+        from benchmarks import _plot
+
+        problem = _plot.unavailable()
+        if problem:
+            err.write(f"--plot: {problem}\n")
+            return 2
+
+    budget = Budget(args.quick, args.repeats)
+    import_errors = []
+    if workloads is None:
+        import_errors = discover()
+        workloads = registry.WORKLOADS
+    for module, e in import_errors:
+        err.write(f"warning: benchmark module {module} failed to import and is skipped: {e}\n")
+    if args.list:
+        _list(workloads, out)
+        return 0
+    selected = select(workloads, args.only)
+    if not selected:
+        err.write(f"no workload matches --only {args.only!r}. Available workloads:\n")
+        _list(workloads, err)
+        return 2
+
+    machine = machine_info()
+    bandwidth = measure_bandwidth(args.quick)
+    err.write(f"fmetrics benchmarks: {len(selected)} workloads, {'quick' if args.quick else 'full'} run, "
+              f"{machine['threads']} threads, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
+    progress = Progress(err)
+    rows, interrupted, walls = [], False, {}
+    for i, w in enumerate(selected):
+        progress.start(i + 1, len(selected), w.name)
+        t0 = time.perf_counter()
+        try:
+            new = run_workload(w, args.quick, budget, len(selected) - i, bandwidth["gbps"], progress.step)
+        except KeyboardInterrupt:
+            err.write("\ninterrupted: reporting the workloads finished so far\n")
+            interrupted = True
+            break
+        walls[w.name] = time.perf_counter() - t0
+        progress.done(walls[w.name], new)
+        rows.extend(new)
+    wall = budget.elapsed()
+
+    out.write(format_table(rows) + "\n")
+    out.write(f"\n{len(selected)} workloads in {wall:.1f} s ({'quick' if args.quick else 'full'} run, "
+              f"{machine['threads']} threads, {machine['cpu']}, memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
+              "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
+    limit = 120.0 if args.quick else 1200.0
+    if wall > limit and not interrupted:
+        share = limit / max(len(selected), 1)
+        slow = [f"{n} ({s:.0f} s)" for n, s in sorted(walls.items(), key=lambda kv: -kv[1]) if s > share]
+        err.write(f"warning: the run took {wall:.0f} s, over its {limit:.0f} s budget; "
+                  f"workloads over their share: {', '.join(slow) or 'none'}\n")
+    flagged = [r for r in rows if r["status"] in ("mismatch", "error")]
+    if flagged:
+        err.write(f"{len(flagged)} row(s) flagged: " + ", ".join(
+            f"{r['workload']}/{r['peer'] or BASELINE} ({r['status']})" for r in flagged) + "\n")
+
+    report = {
+        "schema": SCHEMA,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "quick": args.quick,
+        "argv": list(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "bandwidth": bandwidth,
+        "wall_s": wall,
+        "interrupted": interrupted,
+        "import_errors": [{"module": m, "error": e} for m, e in import_errors],
+        "rows": rows,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    if args.plot and rows:
+        from benchmarks import _plot
+
+        _plot.plot(report, args.plot)
+        err.write(f"wrote {args.plot}\n")
+    return 130 if interrupted else (1 if flagged else 0)

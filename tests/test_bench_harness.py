@@ -1,0 +1,273 @@
+"""The benchmark harness (`python -m benchmarks`) on tiny workloads."""
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from benchmarks import harness
+from benchmarks.registry import Measured, Workload
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE_BANDWIDTH = {"read_gbps": 10.0, "copy_gbps": 8.0, "gbps": 10.0, "buffer_bytes": 1}
+
+
+@pytest.fixture(autouse=True)
+def _no_bandwidth_pass(monkeypatch):
+    # The real 256 MiB pass is tested once, below; the others need not repeat it.
+    monkeypatch.setattr(harness, "measure_bandwidth", lambda quick: dict(FAKE_BANDWIDTH))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)  # --threads changes the process-wide setting
+
+
+def _workload(name, build, **kw):
+    return Workload(name=name, domain="test", build=build, **kw)
+
+
+def _tiny(quick):
+    x = torch.arange(1000, dtype=torch.float32)
+    return {"fmetrics": lambda: x.double().mean(), "torchmetrics": lambda: x.mean()}
+
+
+def _run(argv, workloads):
+    out, err = io.StringIO(), io.StringIO()
+    rc = harness.main(argv, workloads=workloads, out=out, err=err)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _report(tmp_path, argv, workloads):
+    path = tmp_path / "out.json"
+    rc, out, err = _run(["--quick", "--repeats", "2", "--json", str(path), *argv], workloads)
+    return rc, out, err, json.loads(path.read_text())
+
+
+def test_tiny_workload_runs_end_to_end(tmp_path):
+    w = {"t/tiny": _workload("t/tiny", _tiny, samples=lambda q: 1000, bytes=lambda q: 4000)}
+    rc, out, err, rep = _report(tmp_path, [], w)
+    assert rc == 0, err
+    (row,) = rep["rows"]
+    assert row["status"] == "ok" and row["peer"] == "torchmetrics" and row["agree"] is True
+    assert row["rounds"] == 2 and len(row["baseline"]["times_s"]) == 2 and len(row["peer_stats"]["times_s"]) == 2
+    assert row["max_abs_diff"] < 1e-4
+    assert row["ratio"] == pytest.approx(row["peer_stats"]["median_s"] / row["baseline"]["median_s"])
+    base = row["baseline"]
+    assert base["samples_per_s"] == pytest.approx(1000 / base["median_s"])
+    assert base["bandwidth_fraction"] == pytest.approx(4000 / base["median_s"] / 10e9)
+    # aligned table: header, rule, one line, all starting columns at the same offsets
+    lines = out.splitlines()
+    assert lines[0].startswith("workload") and lines[2].startswith("t/tiny")
+    assert "torchmetrics" in lines[2] and "ok" in lines[2].split()
+    assert "[1/1] t/tiny" in err
+
+
+def test_table_columns_are_aligned():
+    rows = []
+    for name, t in (("a", 1e-3), ("a-much-longer-name", 2.5)):
+        st = {"median_s": t, "iqr_s": 0.0, "samples_per_s": 1e6, "bandwidth_fraction": 0.5, "extra": {}}
+        rows.append({"workload": name, "peer": "torchmetrics", "status": "ok", "reason": None, "baseline": st,
+                     "peer_stats": st, "ratio": 1.0, "max_abs_diff": 0.0})
+    lines = harness.format_table(rows).splitlines()
+    header, rule = lines[0], lines[1]
+    for col in ("peer ", "peer/fm", "check"):
+        i = header.index(col)
+        assert rule[i] == "-" and rule[i - 1] == " "
+    # right-aligned numeric columns end at the same offset on every line
+    ends = {line.index("1.00x") + len("1.00x") for line in lines[2:]}
+    assert len(ends) == 1 and ends == {header.index("peer/fm") + len("peer/fm")}
+
+
+def test_json_schema(tmp_path):
+    w = {"t/tiny": _workload("t/tiny", _tiny, samples=lambda q: 1000)}
+    _, _, _, rep = _report(tmp_path, ["--threads", "1"], w)
+    assert rep["schema"] == harness.SCHEMA
+    assert set(rep) >= {"schema", "date", "quick", "argv", "machine", "bandwidth", "wall_s", "interrupted",
+                        "import_errors", "rows"}
+    assert rep["quick"] is True and rep["interrupted"] is False and rep["import_errors"] == []
+    assert rep["machine"]["threads"] == 1 and rep["machine"]["torch"] == torch.__version__
+    assert set(rep["machine"]) >= {"platform", "cpu", "cpu_count", "python", "packages", "loadavg"}
+    assert rep["bandwidth"]["gbps"] > 0 and rep["wall_s"] > 0
+    (row,) = rep["rows"]
+    assert set(row) >= {"workload", "domain", "description", "peer", "status", "reason", "baseline", "peer_stats",
+                        "ratio", "max_abs_diff", "agree", "tolerance", "rounds", "wall_s", "samples", "bytes"}
+    for st in (row["baseline"], row["peer_stats"]):
+        assert set(st) == {"median_s", "iqr_s", "min_s", "max_s", "times_s", "samples_per_s",
+                           "bandwidth_fraction", "extra", "first_call_s"}
+        assert st["min_s"] <= st["median_s"] <= st["max_s"] and st["iqr_s"] >= 0
+    assert row["bytes"] is None and row["baseline"]["bandwidth_fraction"] is None
+
+
+def test_planted_disagreement_is_flagged(tmp_path):
+    x = torch.ones(10)
+
+    def build(quick):
+        return {"fmetrics": lambda: {"a": x.sum(), "b": (x.mean(), x[:3])},
+                "torchmetrics": lambda: {"a": x.sum(), "b": (x.mean() + 0.5, x[:3])}}
+
+    rc, out, err, rep = _report(tmp_path, [], {"t/bad": _workload("t/bad", build)})
+    (row,) = rep["rows"]
+    assert row["status"] == "mismatch" and row["agree"] is False
+    assert row["max_abs_diff"] == pytest.approx(0.5)
+    assert "b[0]" in row["reason"]
+    assert "MISMATCH" in out and rc == 1 and "flagged" in err
+
+
+def test_unknown_only_lists_workloads():
+    w = {n: _workload(n, _tiny, description=f"{n} doc") for n in ("a/one", "b/two")}
+    rc, out, err = _run(["--only", "nope*"], w)
+    assert rc == 2 and out == ""
+    assert "no workload matches --only 'nope*'" in err and "a/one  -- a/one doc" in err and "b/two" in err
+
+
+def test_only_patterns_substring_glob_and_lists():
+    w = {n: _workload(n, _tiny) for n in ("reg/mse", "reg/mae", "cls/acc")}
+    assert [x.name for x in harness.select(w, "mse")] == ["reg/mse"]
+    assert [x.name for x in harness.select(w, "reg/*")] == ["reg/mae", "reg/mse"]
+    assert [x.name for x in harness.select(w, "cls, mae")] == ["cls/acc", "reg/mae"]
+    assert len(harness.select(w, None)) == 3
+
+
+def test_missing_peers_are_skipped_not_errors(tmp_path):
+    def build(quick):
+        def needs_missing():
+            import fmetrics_no_such_peer  # noqa: F401
+
+        return {"fmetrics": lambda: torch.tensor(1.0), "torcheval": needs_missing, "sklearn": None}
+
+    def build_missing(quick):
+        import fmetrics_no_such_peer  # noqa: F401
+
+    w = {"t/a": _workload("t/a", build, peers=("torchmetrics",)), "t/b": _workload("t/b", build_missing)}
+    rc, out, err, rep = _report(tmp_path, [], w)
+    assert rc == 0, err
+    rows = {(r["workload"], r["peer"]): r for r in rep["rows"]}
+    assert set(rows) == {("t/a", "torcheval"), ("t/a", "sklearn"), ("t/a", "torchmetrics"), ("t/b", None)}
+    assert all(r["status"] == "skipped" for r in rows.values())
+    assert "fmetrics_no_such_peer" in rows["t/a", "torcheval"]["reason"]
+    assert rows["t/a", "torchmetrics"]["reason"] == "not installed"
+    assert rows["t/a", "sklearn"]["baseline"]["median_s"] > 0  # fmetrics still timed
+    assert out.count("skipped") == 4
+
+
+def test_failing_contender_is_an_error_row(tmp_path):
+    def build(quick):
+        def boom():
+            raise RuntimeError("kaput")
+
+        return {"fmetrics": lambda: torch.tensor(1.0), "torchmetrics": boom}
+
+    rc, out, _, rep = _report(tmp_path, [], {"t/e": _workload("t/e", build)})
+    (row,) = rep["rows"]
+    assert row["status"] == "error" and "RuntimeError: kaput" in row["reason"] and rc == 1
+    rc, _, _, rep = _report(tmp_path, [], {"t/e": _workload("t/e", lambda q: {"torchmetrics": lambda: 1})})
+    assert rep["rows"][0]["status"] == "error" and "no 'fmetrics'" in rep["rows"][0]["reason"] and rc == 1
+
+
+def test_measured_extras_and_self_timed_contenders(tmp_path):
+    def build(quick):
+        return {"fmetrics": lambda: Measured(torch.tensor(2.0), {"collectives": 1, "bytes": 80}, seconds=0.25),
+                "torchmetrics": lambda: Measured(torch.tensor(2.0), {"collectives": 10, "bytes": 800}, seconds=1.0)}
+
+    rc, out, _, rep = _report(tmp_path, [], {"sync/x": _workload("sync/x", build)})
+    (row,) = rep["rows"]
+    assert rc == 0 and row["baseline"]["times_s"] == [0.25, 0.25] and row["ratio"] == pytest.approx(4.0)
+    assert row["baseline"]["extra"] == {"collectives": 1, "bytes": 80}
+    assert row["peer_stats"]["extra"] == {"collectives": 10, "bytes": 800}
+    assert "collectives 1 vs 10; bytes 80 vs 800" in out
+
+
+def test_compare_recursive():
+    t = torch.tensor
+    assert harness.compare({"a": t([1.0, float("nan")]), "b": [1, 2.0]},
+                           {"a": t([1.0, float("nan")]), "b": (1, 2)}, 1e-6) == (0.0, True, None)
+    diff, ok, note = harness.compare(t(1000.05), t(1000.0), 1e-4)  # relative to |reference|
+    assert diff == pytest.approx(0.05, rel=1e-3) and ok
+    diff, ok, _ = harness.compare(t([0.0, float("nan")]), t([0.0, 1.0]), 1e-4)
+    assert diff == math.inf and not ok
+    assert harness.compare({"a": 1}, {"b": 1}, 1e-4)[:2] == (math.inf, False)
+    assert harness.compare(t([1.0, 2.0]), t([1.0, 2.0, 3.0]), 1e-4)[:2] == (math.inf, False)
+    assert harness.compare(t([[1.0, 2.0]]), t([1.0, 2.0]), 1e-4)[:2] == (0.0, True)  # squeezable shapes
+    assert harness.compare("x", "y", 1e-4)[1] is False
+    assert harness.compare(t(float("inf")), t(float("inf")), 1e-4) == (0.0, True, None)
+
+
+def test_budget_rounds():
+    quick, full = harness.Budget(True), harness.Budget(False)
+    assert quick.total_s < 120 and full.total_s < 1200
+    assert quick.another_round(0, 100.0, 100.0, 1.0)  # below the minimum: always
+    assert not quick.another_round(quick.min_rounds, 0.9, 0.2, 1.0)  # share spent
+    assert quick.another_round(quick.min_rounds, 0.1, 0.2, 1.0)
+    assert not quick.another_round(quick.max_rounds, 0.0, 0.0, 1.0)
+    fixed = harness.Budget(True, repeats=4)
+    assert fixed.another_round(3, 1e9, 1e9, 0.0) and not fixed.another_round(4, 0.0, 0.0, 1e9)
+    assert quick.share(1) <= quick.cap_s
+
+
+def test_discover_reports_broken_modules(tmp_path, monkeypatch):
+    pkg = tmp_path / "fake_bench_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "good.py").write_text("IMPORTED = True\n")
+    (pkg / "broken.py").write_text("raise RuntimeError('oops')\n")
+    (pkg / "test_skip_me.py").write_text("raise AssertionError('test modules are not imported')\n")
+    (pkg / "conftest.py").write_text("raise AssertionError('conftest is not imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    errors = harness.discover("fake_bench_pkg")
+    assert errors == [("fake_bench_pkg.broken", "RuntimeError: oops")]
+    assert sys.modules["fake_bench_pkg.good"].IMPORTED
+
+
+def test_plot_writes_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "ratios.png"
+    rc, _, err = _run(["--quick", "--repeats", "1", "--plot", str(path)],
+                      {"t/tiny": _workload("t/tiny", _tiny)})
+    assert rc == 0 and f"wrote {path}" in err
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    rc, out, err = _run(["--plot", str(tmp_path / "x.png")], {"t/tiny": _workload("t/tiny", _tiny)})
+    assert rc == 2 and "matplotlib is not installed" in err and out == ""
+
+
+def test_progress_line_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    s = Tty()
+    p = harness.Progress(s)
+    p.start(1, 3, "x/y")
+    p.step("round 1: fmetrics")
+    p.done(0.5, [{"status": "mismatch"}])
+    text = s.getvalue()
+    assert text.startswith("\r[1/3] x/y") and "round 1: fmetrics" in text and text.rstrip(" \n").endswith("(mismatch)") and text.endswith("\n")
+
+
+def test_bandwidth_is_measured(monkeypatch):
+    monkeypatch.undo()
+    bw = harness.measure_bandwidth(True)
+    assert bw["gbps"] == max(bw["read_gbps"], bw["copy_gbps"]) > 0.1 and bw["buffer_bytes"] == 2**28
+
+
+def test_aggregation_workloads_agree_with_torchmetrics(tmp_path):
+    pytest.importorskip("torchmetrics")
+    rc, out, err, rep = _report(tmp_path, ["--only", "aggregation/", "--repeats", "1"], None)
+    names = {r["workload"] for r in rep["rows"]}
+    assert {"aggregation/mean", "aggregation/sum", "aggregation/max", "aggregation/cat"} <= names
+    agg = [r for r in rep["rows"] if r["workload"].startswith("aggregation/")]
+    assert all(r["status"] == "ok" and r["peer"] == "torchmetrics" for r in agg), out
+    assert all(r["baseline"]["bandwidth_fraction"] > 0 for r in agg)
+
+
+def test_cli_unknown_only_exits_nonzero():
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--only", "no-such-workload-xyz"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert "no workload matches" in proc.stderr and "aggregation/mean" in proc.stderr
