@@ -40,6 +40,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
 import torch
@@ -184,7 +185,7 @@ def _preds_labels(preds: torch.Tensor, num: int, validate: bool):
 
 def _flat(x: torch.Tensor, lead: int) -> torch.Tensor:
     """Keeps the first ``lead`` axes and flattens the rest into one (``M``)."""
-    return x.reshape(*x.shape[:lead], -1)
+    return x.reshape(*x.shape[:lead], math.prod(x.shape[lead:]))  # explicit: N may be 0
 
 
 def _samplewise_ndim(name: str, x: torch.Tensor, at_least: int, layout: str):
