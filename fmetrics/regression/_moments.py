@@ -1,0 +1,57 @@
+"""Streaming means, variances and co-moments merged with Chan's pairwise formulas.
+
+For two parts ``a`` and ``b`` with counts ``n_a, n_b``, means ``m_a, m_b`` and
+centred second moments ``M2_a = sum (x - m_a)^2`` (co-moments
+``C_a = sum (x - m_x)(y - m_y)`` likewise)::
+
+    n     = n_a + n_b
+    delta = m_b - m_a
+    m     = m_a + delta * n_b / n
+    M2    = M2_a + M2_b + delta^2 * n_a n_b / n
+    C     = C_a + C_b + delta_x delta_y * n_a n_b / n
+
+A batch enters the same way: its own mean and centred moments, computed in
+the accumulator dtype (float64), are merged into the state. No raw sum of
+squares is ever formed, so data with a large offset (values near 1e6 with
+unit noise) keeps its full precision. ``init()`` (all zeros) is the identity.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def batch_count(x: torch.Tensor) -> torch.Tensor:
+    """Rows of ``x`` as an int64 0-d tensor on its device."""
+    return torch.full((), x.shape[0], dtype=torch.int64, device=x.device)
+
+
+def batch_mean(x: torch.Tensor) -> torch.Tensor:
+    """Column means of ``(N, D)`` ``x``; zeros for an empty batch (never NaN)."""
+    return x.sum(0) / max(x.shape[0], 1)
+
+
+def weights(n_a: torch.Tensor, n_b: torch.Tensor, dtype: torch.dtype):
+    """``(n, w_b, cross)`` with ``w_b = n_b / n`` and ``cross = n_a n_b / n`` (0 when ``n == 0``)."""
+    fa, fb = n_a.to(dtype), n_b.to(dtype)
+    w_b = fb / torch.clamp(fa + fb, min=1)
+    return n_a + n_b, w_b, fa * w_b
+
+
+def merge_mean(m_a: torch.Tensor, m_b: torch.Tensor, w_b: torch.Tensor) -> torch.Tensor:
+    return m_a + (m_b - m_a) * w_b
+
+
+def merge_comoment(c_a, c_b, dx, dy, cross) -> torch.Tensor:
+    """``C_a + C_b + dx dy cross``; with ``dx is dy`` this is the variance merge."""
+    return c_a + c_b + dx * dy * cross
+
+
+def degenerate(n: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor) -> torch.Tensor:
+    """Bool mask of columns whose variance is zero up to rounding (or fewer than 2 samples).
+
+    A constant column gives ``M2`` exactly 0 for float32/integer inputs and at
+    most ``n (k eps |mean|)^2`` for float64 inputs (the batch mean's rounding).
+    """
+    eps = torch.finfo(m2.dtype).eps if m2.is_floating_point() else 0.0
+    scale = 64 * eps * mean.abs()
+    return (n < 2) | (m2 <= n.to(m2.dtype) * scale * scale) | ~torch.isfinite(m2)

@@ -1,0 +1,64 @@
+"""The concatenating state of the rank correlations (`spearman_corrcoef`, `kendall_rank_corrcoef`).
+
+``update`` appends the batch's ``(N, D)`` preds and target as chunks (O(1)
+per batch, no host sync); ``finalize`` joins them once and ranks there.
+Both metrics with one ``num_outputs`` have the same state key, so a
+collection of them keeps one copy of the data.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics.metric import Metric
+from fmetrics.regression import _inputs
+from fmetrics.state import cat_chunks, merge_fields
+
+
+class PairsState(NamedTuple):
+    preds: tuple  # (N_i, D) chunks, joined in finalize
+    target: tuple  # (N_i, D) chunks
+
+
+def pairs_metric(name: str, num_outputs: int, finalize) -> Metric:
+    """A `Metric` over `PairsState`; ``finalize(preds (N, D), target (N, D))`` gets the joined data."""
+    _inputs.check_num_outputs(name, num_outputs)
+
+    def init():
+        return PairsState((), ())
+
+    def update(state, preds, target):
+        preds, target = _inputs.pair(name, preds, target)
+        x = _inputs.columns(name, preds, num_outputs, flatten=False)
+        y = _inputs.columns(name, target, num_outputs, flatten=False)
+        return PairsState(state.preds + (x,), state.target + (y,))
+
+    def final(state):
+        empty = torch.empty(0, num_outputs)
+        return finalize(cat_chunks(state.preds, empty), cat_chunks(state.target, empty))
+
+    tags = PairsState(preds="cat", target="cat")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=final, name=name,
+                  state_key=("regression.pairs", num_outputs), reductions=tags)
+
+
+def runs(sorted_x: torch.Tensor) -> torch.Tensor:
+    """Bool ``(N, D)``: True where a run of equal values starts in each sorted column."""
+    start = torch.ones_like(sorted_x, dtype=torch.bool)
+    start[1:] = sorted_x[1:] != sorted_x[:-1]
+    return start
+
+
+def average_ranks(x: torch.Tensor) -> torch.Tensor:
+    """Column-wise ranks 1..N of ``(N, D)`` ``x``, ties sharing their average rank (SciPy's ``rankdata``)."""
+    n, d = x.shape
+    sorted_x, order = torch.sort(x, dim=0, stable=True)
+    group = torch.cumsum(runs(sorted_x), 0) - 1 + torch.arange(d, device=x.device) * n  # unique per column
+    pos = torch.arange(n, device=x.device, dtype=torch.float64)[:, None].expand(n, d).reshape(-1)
+    flat = group.reshape(-1)
+    first = torch.full((n * d,), float(n), dtype=torch.float64, device=x.device).scatter_reduce(
+        0, flat, pos, "amin")
+    last = torch.zeros(n * d, dtype=torch.float64, device=x.device).scatter_reduce(0, flat, pos, "amax")
+    avg = ((first + last) / 2 + 1)[flat].reshape(n, d)
+    return torch.empty_like(avg).scatter_(0, order, avg)

@@ -1,0 +1,32 @@
+"""`concordance_corrcoef`: Lin's concordance correlation coefficient."""
+from __future__ import annotations
+
+import torch
+
+from fmetrics.metric import Metric
+from fmetrics.regression.pearson import comoment_metric, undefined
+
+
+def concordance_corrcoef(num_outputs: int = 1) -> Metric:
+    """Lin's ``rho_c = 2 s_xy / (s_x^2 + s_y^2 + (mx - my)^2)``.
+
+    ``s`` are the sample (``n - 1``) covariance and variances, as torchmetrics
+    computes them. Shares the Chan-merged state of `pearson_corrcoef`;
+    constant preds or target: NaN and a warning (as torchmetrics).
+
+    Example::
+
+        >>> fmetrics.concordance_corrcoef()(torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3, -0.5, 2, 7]))
+        tensor(0.9777, dtype=torch.float64)
+    """
+    name = "concordance_corrcoef"
+
+    def finalize(state):
+        bad = undefined(name, state)
+        dof = torch.clamp(state.n - 1, min=1).to(state.c_xy.dtype)
+        dm = state.mean_x - state.mean_y
+        rho = 2 * state.c_xy / (state.m2_x + state.m2_y + dof * dm * dm)
+        rho = torch.where(bad, torch.nan, rho)
+        return rho[0] if num_outputs == 1 else rho
+
+    return comoment_metric(name, num_outputs, finalize)

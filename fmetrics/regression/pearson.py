@@ -1,0 +1,89 @@
+"""`pearson_corrcoef`: ``C_xy / sqrt(M2_x M2_y)`` from Chan-merged co-moments."""
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import torch
+
+from fmetrics.metric import Metric
+from fmetrics.regression import _inputs, _moments
+from fmetrics.state import accum_dtype
+
+
+class PearsonState(NamedTuple):
+    n: torch.Tensor  # int64 (): pairs seen
+    mean_x: torch.Tensor  # float64 (D,): preds mean
+    mean_y: torch.Tensor  # float64 (D,): target mean
+    m2_x: torch.Tensor  # float64 (D,): sum (x - mean_x)^2
+    m2_y: torch.Tensor  # float64 (D,): sum (y - mean_y)^2
+    c_xy: torch.Tensor  # float64 (D,): sum (x - mean_x)(y - mean_y)
+
+
+def _merge(a: PearsonState, b: PearsonState) -> PearsonState:
+    n, w_b, cross = _moments.weights(a.n, b.n, a.mean_x.dtype)
+    dx, dy = b.mean_x - a.mean_x, b.mean_y - a.mean_y
+    return PearsonState(
+        n,
+        _moments.merge_mean(a.mean_x, b.mean_x, w_b),
+        _moments.merge_mean(a.mean_y, b.mean_y, w_b),
+        _moments.merge_comoment(a.m2_x, b.m2_x, dx, dx, cross),
+        _moments.merge_comoment(a.m2_y, b.m2_y, dy, dy, cross),
+        _moments.merge_comoment(a.c_xy, b.c_xy, dx, dy, cross),
+    )
+
+
+def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
+    """A `Metric` over `PearsonState` (shared by Pearson and concordance) with ``finalize``."""
+    _inputs.check_num_outputs(name, num_outputs)
+
+    def init():
+        zero = torch.zeros(num_outputs, dtype=accum_dtype())
+        return PearsonState(torch.zeros((), dtype=torch.int64), *(zero.clone() for _ in range(5)))
+
+    def update(state, preds, target):
+        preds, target = _inputs.pair(name, preds, target)
+        x = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=False), state.mean_x)
+        y = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=False), state.mean_x)
+        mx, my = _moments.batch_mean(x), _moments.batch_mean(y)
+        cx, cy = x - mx, y - my
+        batch = PearsonState(_moments.batch_count(x), mx, my, (cx * cx).sum(0), (cy * cy).sum(0), (cx * cy).sum(0))
+        return _merge(state, batch)
+
+    tags = PearsonState(n=None, mean_x=None, mean_y=None, m2_x=None, m2_y=None, c_xy=None)
+    return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name,
+                  state_key=("regression.comoments", num_outputs), reductions=tags)
+
+
+def undefined(name: str, state: PearsonState) -> torch.Tensor:
+    """Outputs where preds or target is constant (or < 2 pairs); warns when there is one."""
+    bad = _moments.degenerate(state.n, state.mean_x, state.m2_x) | _moments.degenerate(
+        state.n, state.mean_y, state.m2_y)
+    if bool(bad.any()):
+        warnings.warn(f"{name}: preds or target is constant (or there are fewer than 2 samples) for "
+                      f"{int(bad.sum())} of {bad.numel()} outputs; the correlation is undefined there and set "
+                      "to NaN", UserWarning, stacklevel=3)
+    return bad
+
+
+def pearson_corrcoef(num_outputs: int = 1) -> Metric:
+    """Pearson's ``r = sum (x - mx)(y - my) / sqrt(sum (x - mx)^2 sum (y - my)^2)``, clamped to [-1, 1].
+
+    Inputs ``(N,)`` or ``(N, num_outputs)`` (one coefficient per column).
+    Means and co-moments are Chan-merged in float64, so data with a large
+    offset keep their precision. Constant preds or target: NaN and a warning.
+
+    Example::
+
+        >>> fmetrics.pearson_corrcoef()(torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3, -0.5, 2, 7]))
+        tensor(0.9849, dtype=torch.float64)
+    """
+    name = "pearson_corrcoef"
+
+    def finalize(state):
+        bad = undefined(name, state)
+        denom = torch.sqrt(state.m2_x) * torch.sqrt(state.m2_y)
+        r = torch.where(bad, torch.nan, torch.clamp(state.c_xy / torch.where(bad, 1, denom), -1, 1))
+        return r[0] if num_outputs == 1 else r
+
+    return comoment_metric(name, num_outputs, finalize)

@@ -1,0 +1,50 @@
+"""`r2_score`: the coefficient of determination ``1 - RSS / TSS``."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.regression import _inputs, _residual
+
+
+def r2_score(adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
+    """R² ``1 - sum (t - p)^2 / sum (t - mean t)^2`` per output, then ``multioutput``.
+
+    ``multioutput``: ``"raw_values"`` (one score per output), ``"uniform_average"``
+    or ``"variance_weighted"`` (weights ``TSS``). ``adjusted=k > 0`` gives
+    ``1 - (1 - R²)(n - 1)/(n - k - 1)`` (falls back to R² with a warning when
+    ``k >= n - 1``). Inputs ``(N,)``, or ``(N, num_outputs)``. Sums of squares
+    are Chan-merged float64 moments, so offset data keep their precision.
+    A constant target (or fewer than 2 samples) makes R² undefined: NaN and a
+    warning (torchmetrics returns 0 or 1 there, scikit-learn 0 or 1 unless
+    ``force_finite=False``).
+
+    Example::
+
+        >>> fmetrics.r2_score()(torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3, -0.5, 2, 7]))
+        tensor(0.9486, dtype=torch.float64)
+    """
+    name = "r2_score"
+    if isinstance(adjusted, bool) or not isinstance(adjusted, int) or adjusted < 0:
+        raise validation.fail(name, "adjusted", "an int >= 0", repr(adjusted))
+    _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
+
+    def finalize(state):
+        bad = _residual.undefined(name, state)
+        tss = state.m2_target
+        rss = state.m2_error + state.n * state.mean_error * state.mean_error
+        scores = torch.where(bad, torch.nan, 1 - rss / torch.where(bad, 1, tss))
+        r2 = _residual.average(scores, tss, bad, multioutput, num_outputs)
+        if adjusted:
+            n = int(state.n)
+            if adjusted >= n - 1:
+                warnings.warn(f"{name}: adjusted={adjusted} needs more than {adjusted + 1} samples, got {n}; "
+                              "returning the unadjusted score", UserWarning, stacklevel=2)
+            else:
+                r2 = 1 - (1 - r2) * (n - 1) / (n - adjusted - 1)
+        return r2
+
+    return _residual.residual_metric(name, num_outputs, finalize)

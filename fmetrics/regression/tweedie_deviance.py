@@ -1,0 +1,57 @@
+"""`tweedie_deviance_score`: mean Tweedie deviance for a given ``power``."""
+from __future__ import annotations
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.regression._elementwise import elementwise_mean
+
+
+def _deviance(power: float):
+    if power == 0:
+        return lambda p, t: (t - p) ** 2
+    if power == 1:
+        return lambda p, t: 2 * (torch.xlogy(t, t / p) + p - t)
+    if power == 2:
+        return lambda p, t: 2 * (torch.log(p / t) + t / p - 1)
+
+    def general(p, t):
+        a = torch.clamp(t, min=0) ** (2 - power) / ((1 - power) * (2 - power))
+        b = t * p ** (1 - power) / (1 - power)
+        c = p ** (2 - power) / (2 - power)
+        return 2 * (a - b + c)
+
+    return general
+
+
+def _rule(power: float):
+    if power == 0:
+        return None
+    if power < 0:
+        return "preds must be > 0", lambda p, t: ~(p <= 0)
+    if power < 2:
+        return "preds must be > 0 and target >= 0", lambda p, t: ~((p <= 0) | (t < 0))
+    return "preds and target must be > 0", lambda p, t: ~((p <= 0) | (t <= 0))
+
+
+def tweedie_deviance_score(power: float = 0.0, num_outputs: int = 1, on_invalid: str = "error") -> Metric:
+    """Mean deviance ``1/n sum_i d_power(t_i, p_i)`` of the Tweedie family.
+
+    ``power``: 0 normal (squared error), 1 Poisson ``2(t log(t/p) + p - t)``,
+    2 gamma ``2(log(p/t) + t/p - 1)``, otherwise
+    ``2(max(t,0)^(2-k)/((1-k)(2-k)) - t p^(1-k)/(1-k) + p^(2-k)/(2-k))``;
+    ``0 < power < 1`` is undefined. Entries outside the power's domain are
+    dropped and counted; `finalize` raises with the count (see ``on_invalid``).
+
+    Example::
+
+        >>> fmetrics.tweedie_deviance_score(power=2.0)(torch.tensor([4., 3., 2., 1.]), torch.tensor([1., 2., 3., 1.]))
+        tensor(0.5959, dtype=torch.float64)
+    """
+    name = "tweedie_deviance_score"
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or 0 < power < 1:
+        raise validation.fail(name, "power", "a number <= 0 or >= 1", repr(power))
+    power = float(power)
+    return elementwise_mean(name, _deviance(power), num_outputs, key=("tweedie_deviance", power),
+                            rule=_rule(power), on_invalid=on_invalid)
