@@ -45,7 +45,7 @@ def handle_empty(name: str, values: torch.Tensor, empty: torch.Tensor, action: s
     if action == "error":
         n = int(empty.sum())
         if n:
-            raise ValueError(f"{name}: {n} of {empty.shape[0]} quer{'y' if n == 1 else 'ies'} had no {what} "
+            raise ValueError(f"{name}: {n} of {empty.shape[0]} queries had no {what} "
                              f"(empty_target_action='error')")
         return values
     fill = {"neg": 0.0, "pos": 1.0, "skip": float("nan")}[action]

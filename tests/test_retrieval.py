@@ -1,0 +1,188 @@
+"""Retrieval semantics by hand: ties, empty queries, aggregation, bad input, shared grouping."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import fmetrics as fm
+from fmetrics.retrieval import _ranking
+
+T = torch.tensor
+
+
+def _log2(x):
+    return math.log2(x)
+
+
+def test_ties_are_broken_pessimistically():
+    # one query, scores tie: [.5 rel, .5 non-rel, .5 rel, .2 non-rel]; pessimistic order: non, rel, rel, non
+    preds, target, idx = T([.5, .5, .5, .2]), T([1, 0, 1, 0]), T([7, 7, 7, 7])
+    assert fm.retrieval_mrr()(preds, target, idx).item() == pytest.approx(1 / 2)
+    assert fm.retrieval_map()(preds, target, idx).item() == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert fm.retrieval_precision(top_k=1)(preds, target, idx).item() == 0.0
+    assert fm.retrieval_hit_rate(top_k=1)(preds, target, idx).item() == 0.0
+    assert fm.retrieval_fall_out(top_k=1)(preds, target, idx).item() == pytest.approx(1 / 2)
+    assert fm.retrieval_r_precision()(preds, target, idx).item() == pytest.approx(1 / 2)
+    # a constant score earns nothing
+    assert fm.retrieval_mrr()(T([.3, .3, .3]), T([0, 0, 1]), T([1, 1, 1])).item() == pytest.approx(1 / 3)
+
+
+def test_ndcg_averages_gains_over_ties():
+    # ranks 0-1 tie with gains 3 and 0 -> each rank gets 1.5; rank 2 gain 1
+    got = fm.retrieval_normalized_dcg()(T([.9, .9, .1]), T([3, 0, 1]), T([0, 0, 0])).item()
+    dcg = 1.5 + 1.5 / _log2(3) + 1 / _log2(4)
+    idcg = 3 + 1 / _log2(3)
+    assert got == pytest.approx(dcg / idcg)
+    # the tie straddling k=1: only the first rank's discount counts
+    got = fm.retrieval_normalized_dcg(top_k=1)(T([.9, .9, .1]), T([3, 0, 1]), T([0, 0, 0])).item()
+    assert got == pytest.approx(1.5 / 3)
+
+
+def test_nonpositive_scores_are_not_retrieved_for_map_mrr_precision_recall():
+    preds, target, idx = T([.4, -1.0, 0.0]), T([0, 1, 1]), T([0, 0, 0])
+    assert fm.retrieval_map()(preds, target, idx).item() == 0.0
+    assert fm.retrieval_mrr()(preds, target, idx).item() == 0.0
+    assert fm.retrieval_recall()(preds, target, idx).item() == 0.0
+    assert fm.retrieval_hit_rate()(preds, target, idx).item() == 1.0  # no score threshold here
+    assert fm.retrieval_r_precision()(preds, target, idx).item() == pytest.approx(1 / 2)
+
+
+@pytest.mark.parametrize("action,expected", [("neg", 0.5), ("pos", 1.0), ("skip", 1.0)])
+def test_empty_target_action(action, expected):
+    preds, target, idx = T([.9, .1, .5]), T([1, 0, 0]), T([0, 0, 3])
+    assert fm.retrieval_map(empty_target_action=action)(preds, target, idx).item() == expected
+
+
+def test_error_action_names_the_number_of_queries():
+    preds, target, idx = T([.9, .1, .5, .4, .3]), T([1, 0, 0, 0, 0]), T([0, 0, 3, 4, 4])
+    with pytest.raises(ValueError, match="2 of 3 queries had no relevant document"):
+        fm.retrieval_normalized_dcg(empty_target_action="error")(preds, target, idx)
+    with pytest.raises(ValueError, match="1 of 2 queries had no non-relevant document"):
+        fm.retrieval_fall_out(empty_target_action="error")(T([.9, .1, .5]), T([1, 0, 1]), T([0, 0, 3]))
+
+
+def test_aggregations_and_per_query_values():
+    preds, target, idx = T([.9, .1, .5, .6, .4, .2]), T([0, 1, 0, 1, 0, 1]), T([5, 5, 2, 2, 9, 9])
+    per_query = fm.retrieval_mrr(aggregation="none")(preds, target, idx)  # ids 2, 5, 9
+    torch.testing.assert_close(per_query, T([1.0, 0.5, 0.5], dtype=torch.float64))
+    assert fm.retrieval_mrr(aggregation="median")(preds, target, idx).item() == 0.5
+    assert fm.retrieval_mrr(aggregation="max")(preds, target, idx).item() == 1.0
+    assert fm.retrieval_mrr(aggregation=lambda v, dim: v.sum(dim))(preds, target, idx).item() == 2.0
+    skipped = fm.retrieval_mrr(aggregation="none", empty_target_action="skip")(T([.1, .2]), T([0, 1]), T([0, 1]))
+    assert math.isnan(skipped[0].item()) and skipped[1].item() == 1.0
+
+
+def test_recall_at_fixed_precision_per_query():
+    # query 0: precision@k = 1, .5, .67 ; recall@k = .5, .5, 1 -> (1, 3) at min_precision .6
+    # query 1: one non-relevant row first: precision@k = 0, .5 -> nothing reaches .6 -> (0, K=3)
+    preds, target, idx = T([.5, .3, .2, .9, .1]), T([1, 0, 1, 0, 1]), T([0, 0, 0, 1, 1])
+    recall, k = fm.retrieval_recall_at_fixed_precision(0.6, aggregation="none")(preds, target, idx)
+    torch.testing.assert_close(recall, T([1.0, 0.0], dtype=torch.float64))
+    assert k.tolist() == [3, 3]
+
+
+def test_no_data_gives_zero():
+    for m in (fm.retrieval_map(), fm.retrieval_normalized_dcg(top_k=3), fm.retrieval_auroc()):
+        assert m.finalize(m.init()).item() == 0.0
+
+
+def test_query_split_across_batches_and_ranks():
+    preds, target, idx = T([.9, .1, .5, .6, .4, .2]), T([0, 1, 0, 1, 0, 1]), T([5, 5, 2, 2, 9, 9])
+    m = fm.retrieval_map()
+    a = m.update(m.init(), preds[::2], target[::2], idx[::2])
+    b = m.update(m.init(), preds[1::2], target[1::2], idx[1::2])
+    assert m.finalize(m.merge(b, a)).item() == pytest.approx(m(preds, target, idx).item())
+
+
+def test_collection_shares_state_update_and_grouping(monkeypatch):
+    metrics = {"ndcg@10": fm.retrieval_normalized_dcg(top_k=10), "map": fm.retrieval_map(),
+               "mrr": fm.retrieval_mrr(), "p@5": fm.retrieval_precision(top_k=5), "auroc": fm.retrieval_auroc()}
+    c = fm.collection(metrics)
+    state = c.init()
+    assert len(state) == 1  # one state for all members
+    preds, target, idx = torch.rand(300), (torch.rand(300) < .3).long(), torch.randint(0, 30, (300,))
+    state = c.update(state, preds, target, idx)
+    built = []
+    original = _ranking.Ranking.__init__
+
+    def counting(self, *args):
+        built.append(1)
+        original(self, *args)
+
+    monkeypatch.setattr(_ranking.Ranking, "__init__", counting)
+    _ranking._LAST.clear()
+    out = c.finalize(state)
+    assert len(built) == 1
+    for name, m in metrics.items():
+        torch.testing.assert_close(out[name], m(preds, target, idx))
+
+
+def test_cached_grouping_sees_in_place_changes():
+    m = fm.retrieval_mrr()
+    preds, target, idx = T([.1, .9]), T([1, 0]), T([0, 0])
+    state = m.update(m.init(), preds, target, idx)
+    assert m.finalize(state).item() == 0.5
+    state.preds[0].copy_(T([.95, .9]))
+    assert m.finalize(state).item() == 1.0
+
+
+# ------------------------------------------------------------------ bad input
+
+def test_indexes_missing():
+    with pytest.raises(ValueError, match="retrieval_map: argument `indexes`.*None"):
+        fm.retrieval_map()(T([.1]), T([1]))
+    with pytest.raises(ValueError, match="argument `indexes`"):
+        fm.retrieval_map()(T([.1]), T([1]), None)
+
+
+@pytest.mark.parametrize("idx", [T([0, 1]), T([[0, 0, 1]])])
+def test_indexes_length_mismatch(idx):
+    with pytest.raises(ValueError, match="same shape"):
+        fm.retrieval_mrr()(T([.1, .2, .3]), T([1, 0, 1]), idx)
+
+
+@pytest.mark.parametrize("idx", [T([0., 1.]), T([True, False])])
+def test_indexes_not_integer(idx):
+    with pytest.raises(ValueError, match="integer tensor of query ids"):
+        fm.retrieval_mrr()(T([.1, .2]), T([1, 0]), idx)
+
+
+def test_negative_indexes_raise_at_finalize_with_count():
+    m = fm.retrieval_precision()
+    state = m.update(m.init(), T([.1, .2, .3]), T([1, 0, 1]), T([-1, 0, -3]))  # no error in update
+    with pytest.raises(ValueError, match="2 input entries broke the rule: `indexes`.*>= 0"):
+        m.finalize(state)
+
+
+def test_non_binary_targets_raise_at_finalize_with_count():
+    m = fm.retrieval_map()
+    state = m.update(m.init(), T([.1, .2, .3]), T([2, 0, 3]), T([0, 0, 1]))
+    with pytest.raises(ValueError, match="2 input entries broke the rule: `target` must be binary"):
+        m.finalize(state)
+    assert fm.retrieval_normalized_dcg()(T([.1, .2, .3]), T([2, 0, 3]), T([0, 0, 1])).item() > 0  # graded OK
+    # ignored rows are not counted
+    assert fm.retrieval_map(ignore_index=-1)(T([.1, .2]), T([-1, 1]), T([0, 0])).item() == 1.0
+
+
+def test_nan_scores_raise_at_finalize():
+    with pytest.raises(ValueError, match="1 input entry broke the rule: `preds` must not be NaN"):
+        fm.retrieval_mrr()(T([.1, float("nan")]), T([1, 0]), T([0, 0]))
+
+
+def test_bad_dtypes_and_config():
+    with pytest.raises(ValueError, match="argument `preds` expected a floating point"):
+        fm.retrieval_mrr()(T([1, 2]), T([1, 0]), T([0, 0]))
+    for bad in ({"top_k": 0}, {"top_k": 2.0}, {"top_k": True}, {"empty_target_action": "drop"},
+                {"aggregation": "sum"}, {"ignore_index": 1.5}):
+        with pytest.raises(ValueError):
+            fm.retrieval_precision(**bad)
+    with pytest.raises(ValueError, match="adaptive_k"):
+        fm.retrieval_precision(adaptive_k=1)
+    with pytest.raises(ValueError, match="max_fpr"):
+        fm.retrieval_auroc(max_fpr=0.0)
+    with pytest.raises(ValueError, match="min_precision"):
+        fm.retrieval_recall_at_fixed_precision(min_precision=1.5)
+    with pytest.raises(ValueError, match="max_k"):
+        fm.retrieval_precision_recall_curve(max_k=-2)
