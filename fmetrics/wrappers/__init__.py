@@ -1,3 +1,15 @@
-"""Metric -> Metric transformations (bootstrap, grouped, running, classwise, multitask, ...)."""
+"""Metric -> Metric transformations: bootstrap intervals, groups, running windows, class-wise, multitask.
 
-__all__: list[str] = []
+Each wrapper takes a `fmetrics.Metric` and returns one, so wrappers compose,
+pass the law suite, go into collections, and reduce across ranks like any
+metric. See docs/wrappers.md.
+"""
+from fmetrics.wrappers.bootstrap import BootstrapState, bootstrap
+from fmetrics.wrappers.classwise import classwise
+from fmetrics.wrappers.grouped import GroupedState, grouped
+from fmetrics.wrappers.min_max import MinMaxState, min_max, min_max_reset
+from fmetrics.wrappers.multioutput import MultioutputState, multioutput
+from fmetrics.wrappers.multitask import multitask
+from fmetrics.wrappers.running import RunningState, running
+
+__all__ = ["bootstrap", "grouped", "running", "min_max", "classwise", "multitask", "multioutput"]

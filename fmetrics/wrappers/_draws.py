@@ -1,0 +1,77 @@
+"""Counter-based random draws: a hash of (seed, stream, sample key, replicate).
+
+No generator state, no global RNG: a draw is a pure function of its key, so
+``update`` stays pure, vmap-able and traceable, the same sample gets the same
+weights however the data is batched, and ranks never share draws.
+
+The hash is splitmix64's finalizer (a bijection of 64-bit integers with full
+avalanche), evaluated in wrapping int64 arithmetic.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+_M1 = 0xBF58476D1CE4E5B9 - 2**64
+_M2 = 0x94D049BB133111EB - 2**64
+_GOLDEN = 0x9E3779B97F4A7C15 - 2**64
+
+
+def _shr(x: torch.Tensor, s: int) -> torch.Tensor:
+    """Logical right shift of int64 (``>>`` is arithmetic)."""
+    return (x >> s) & ((1 << (64 - s)) - 1)
+
+
+def mix(x: torch.Tensor) -> torch.Tensor:
+    """splitmix64's finalizer on int64 tensors."""
+    x = (x ^ _shr(x, 30)) * _M1
+    x = (x ^ _shr(x, 27)) * _M2
+    return x ^ _shr(x, 31)
+
+
+def sample_keys(seed: int, keys: torch.Tensor, stream: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-sample hashes of integer ``keys`` under ``seed`` (and a stream id, when keys are stream-local)."""
+    h = mix(keys.to(torch.int64) + mix(torch.tensor(seed, dtype=torch.int64, device=keys.device)))
+    if stream is not None:
+        h = mix(h ^ mix(stream.to(torch.int64) * _GOLDEN + 1))
+    return h
+
+
+def replicate_hashes(sample_hash: torch.Tensor, num_replicates: int) -> torch.Tensor:
+    """``(R, B)`` hashes: one independent stream of draws per replicate."""
+    salt = mix((torch.arange(num_replicates, dtype=torch.int64, device=sample_hash.device) + 1) * _GOLDEN)
+    return mix(sample_hash.unsqueeze(-2) ^ salt.unsqueeze(-1))
+
+
+def uniform(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The top 53 bits of a hash as a uniform number in [0, 1)."""
+    return _shr(h, 11).to(dtype) * 2.0**-53
+
+
+def _poisson1_cdf() -> list[float]:
+    cdf, p, k = [], math.exp(-1.0), 0
+    total = p
+    while 1.0 - total > 2.0**-53:
+        cdf.append(total)
+        k += 1
+        p /= k
+        total += p
+    cdf.append(total)
+    return cdf
+
+
+POISSON1_CDF = _poisson1_cdf()  # P(X <= k) for X ~ Poisson(1), k = 0 .. 18
+
+
+def poisson1(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Poisson(1) counts (int64) from hashes by the inverse CDF."""
+    cdf = torch.tensor(POISSON1_CDF, dtype=dtype, device=h.device)
+    return torch.searchsorted(cdf, uniform(h, dtype), right=True)
+
+
+def multinomial(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Counts ``(R, B)`` of ``B`` draws with replacement among ``B`` rows, draw ``j`` decided by ``h[:, j]``."""
+    n = h.shape[-1]
+    picks = (uniform(h, dtype) * n).to(torch.int64).clamp(max=max(n - 1, 0))
+    return torch.zeros_like(picks).scatter_add(-1, picks, torch.ones_like(picks))

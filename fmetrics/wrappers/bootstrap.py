@@ -1,0 +1,145 @@
+"""`bootstrap`: confidence intervals from replicate states updated together under `torch.func.vmap`."""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional, Sequence, Union
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.wrappers import _draws, _rows
+
+SAMPLINGS = ("poisson", "multinomial")
+
+
+class BootstrapState(NamedTuple):
+    replicates: Any  # the wrapped state; sum/min/max fields stacked (num_samples, ...), cat fields hold rows once
+    rows: tuple  # per stored row (cat metrics only): its draw hash (poisson) or its (num_samples,) counts
+    seen: torch.Tensor  # int64: rows this stream has seen (the running offset that keys draws without ids)
+    stream: torch.Tensor  # int64: stream id (the rank at init), mixed into offset keys
+
+
+def _stream_id() -> int:
+    dist = torch.distributed
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def bootstrap(
+    metric: Metric,
+    num_samples: int = 100,
+    sampling: str = "poisson",
+    quantiles: Union[float, Sequence[float], None] = (0.025, 0.975),
+    seed: int = 0,
+    sample_ids: bool = False,
+    raw: bool = False,
+) -> Metric:
+    """Bootstrap distribution of ``metric``: mean, standard deviation and quantiles over replicates.
+
+    Replicate ``r`` sees every row ``i`` ``c_ri`` times, and its value is
+    ``metric`` on that resample. All replicates live in ONE stacked state
+    updated by ``torch.func.vmap`` over the per-replicate counts (see
+    `fmetrics.wrappers._rows`: the metric must be row-decomposable, as count,
+    sum and concatenating states are).
+
+    * ``sampling="poisson"``: ``c_ri ~ Poisson(1)`` independently per row
+      (the streaming bootstrap; the default, as in torchmetrics).
+    * ``sampling="multinomial"``: each batch of ``B`` rows is resampled with
+      ``B`` draws with replacement (torchmetrics' per-batch scheme; the value
+      then depends on how the data is batched).
+
+    Draws are a counter-based hash of ``(seed, replicate, row key)``; no global
+    RNG is touched. With ``sample_ids=True`` the update is
+    ``update(state, ids, *inputs)`` and a row's key is its integer id (e.g. its
+    dataset index): the result is then independent of batching, sharding and
+    rank count. Otherwise the key is the row's position in this stream plus a
+    stream id (the distributed rank at ``init``), so ranks draw independently.
+
+    ``finalize`` returns ``{"mean", "std", "quantile"}`` (``std`` with Bessel's
+    correction, ``quantile`` of shape ``(len(quantiles), ...)`` or the value's
+    shape for a single float), plus ``"raw"`` (``(num_samples, ...)``) if
+    ``raw=True``. A dict-valued metric gets these statistics per key.
+
+    Example::
+
+        >>> ci = bootstrap(fmetrics.mean(), num_samples=200, seed=1)
+        >>> ci(torch.randn(1000))["quantile"]       # 95% interval of the mean
+        tensor([-0.0861,  0.0410], dtype=torch.float64)
+    """
+    name = "bootstrap"
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise validation.fail(name, "num_samples", "an integer >= 1", repr(num_samples))
+    validation.check_policy(name, "sampling", sampling, SAMPLINGS)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise validation.fail(name, "seed", "an integer", repr(seed))
+    qs = [] if quantiles is None else [quantiles] if isinstance(quantiles, (int, float)) else list(quantiles)
+    if any(isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 <= q <= 1.0 for q in qs):
+        raise validation.fail(name, "quantiles", "numbers in [0, 1]", repr(quantiles))
+    tags = _rows.decomposable_tags(name, metric, "bootstrap weights rows")
+    keeps_rows = _rows.has_cat(tags, metric.init())
+    poisson = sampling == "poisson"
+
+    def init():
+        zero = torch.zeros((), dtype=torch.int64)
+        return BootstrapState(_rows.stack_init(metric, tags, num_samples), (), zero,
+                              torch.tensor(_stream_id(), dtype=torch.int64))
+
+    def update(state, *inputs, **kwargs):
+        if sample_ids:
+            if not inputs:
+                raise validation.fail(name, "ids", "a first input of integer sample ids")
+            ids, inputs = inputs[0], inputs[1:]
+        n = _rows.num_rows(name, inputs)
+        if sample_ids:
+            if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() \
+                    or tuple(ids.shape) != (n,):
+                raise validation.fail(name, "ids", f"an integer tensor of shape ({n},)",
+                                      f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
+            keys = _draws.sample_keys(seed, ids)
+        else:
+            offsets = state.seen + torch.arange(n, dtype=torch.int64, device=state.seen.device)
+            keys = _draws.sample_keys(seed, offsets, state.stream)
+        if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
+            return state
+        hashes = _draws.replicate_hashes(keys, num_samples)
+        dtype = accum_dtype(keys.device)
+        counts = _draws.poisson1(hashes, dtype) if poisson else _draws.multinomial(hashes, dtype)
+        rows = _rows.per_row(metric, tags, inputs, kwargs)
+        replicates = _rows.add_rows_shared(tags, state.replicates, rows, counts)
+        stored = state.rows
+        if keeps_rows:
+            stored = stored + ((keys,) if poisson else (counts.transpose(-1, -2).to(torch.int32),))
+        return BootstrapState(replicates, stored, state.seen + n, state.stream)
+
+    def replicate_counts(state):
+        if not state.rows:
+            return [None] * num_samples
+        stored = cat_chunks(state.rows, None)
+        if not poisson:
+            return list(stored.to(torch.int64).unbind(-1))
+        hashes = _draws.replicate_hashes(stored, num_samples)
+        return list(_draws.poisson1(hashes, accum_dtype(stored.device)).unbind(0))
+
+    def finalize(state):
+        counts = replicate_counts(state)
+        values = _rows.stack_values(name, [
+            metric.finalize(_rows.select(tags, state.replicates, r, counts[r])) for r in range(num_samples)])
+        return _summary(values)
+
+    def _summary(values):
+        if isinstance(values, dict):
+            return {k: _summary(v) for k, v in values.items()}
+        v = values.to(accum_dtype(values.device)) if not values.is_floating_point() else values
+        out = {"mean": v.mean(0), "std": v.std(0)}
+        if qs:
+            q = torch.quantile(v, torch.tensor(qs, dtype=v.dtype, device=v.device), dim=0)
+            out["quantile"] = q[0] if isinstance(quantiles, (int, float)) else q
+        if raw:
+            out["raw"] = v
+        return out
+
+    reductions = BootstrapState(replicates=tags, rows="cat", seen="sum", stream="min")
+    key = None if metric.state_key is None else (
+        name, metric.state_key, num_samples, sampling, seed, sample_ids)
+    return Metric(init=init, update=update, merge=merge_fields(reductions), finalize=finalize,
+                  name=f"{name}({metric.name})", state_key=key, reductions=reductions)

@@ -1,0 +1,197 @@
+"""Law-suite cases for the wrappers (fmetrics.wrappers); oracles are numpy formulas on explicit resamples.
+
+The bootstrap oracles take the per-row counts from the draw function
+(`fmetrics.wrappers._draws`, tested on its own in tests/test_wrappers_draws.py),
+materialize each resample with ``np.repeat`` and evaluate it with numpy: this
+checks the vmapped row weighting, the stacked state and the summary against
+an independent computation.
+"""
+import numpy as np
+import torch
+
+import fmetrics as fm
+from fmetrics import wrappers as W
+from fmetrics.state import accum_dtype
+from fmetrics.wrappers import _draws
+from tests.cases import Case
+
+SIZES = (9, 1, 14, 0, 6)
+
+
+def median():
+    """A concatenating-state metric (median of all values), for the wrappers' cat path."""
+    base = fm.cat(nan_strategy="disable")
+
+    def finalize(s):
+        x = base.finalize(s).reshape(-1).double()
+        return torch.quantile(x, 0.5) if x.numel() else torch.tensor(float("nan"), dtype=torch.float64)
+
+    return base.replace(finalize=finalize, name="median", state_key=("test-median",))
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(1000 + seed)
+
+
+def _values(seed, sizes=SIZES, shape=()):
+    g = _gen(seed)
+    return [(torch.randn((n, *shape), generator=g) * 2 + 1,) for n in sizes]
+
+
+def _with_ids(seed):
+    g = _gen(seed)
+    ids = torch.randperm(sum(SIZES), generator=g) + 10**6  # arbitrary distinct ids
+    out, lo = [], 0
+    for n in SIZES:
+        out.append((ids[lo:lo + n], torch.randn(n, generator=g) * 2 + 1))
+        lo += n
+    return out
+
+
+def _grouped(seed, groups=3):
+    g = _gen(seed)
+    return [(torch.randint(0, groups, (n,), generator=g), torch.randn(n, generator=g)) for n in SIZES]
+
+
+def _np(x):
+    return x.double().numpy()
+
+
+def _summary(reps, quantiles=(0.025, 0.975)):
+    reps = np.asarray(reps, dtype=np.float64)
+    return {"mean": reps.mean(0), "std": reps.std(0, ddof=1), "quantile": np.quantile(reps, quantiles, axis=0)}
+
+
+def poisson_counts(keys, num_samples):
+    """Per-replicate Poisson(1) counts ``(R, N)`` for the given sample hashes."""
+    return _draws.poisson1(_draws.replicate_hashes(keys, num_samples), accum_dtype()).numpy()
+
+
+def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
+    def ref(*inputs):
+        if ids:
+            keys = _draws.sample_keys(seed, inputs[0])
+            inputs = inputs[1:]
+        else:
+            n = inputs[0].shape[0]
+            keys = _draws.sample_keys(seed, torch.arange(n), torch.zeros((), dtype=torch.int64))
+        counts = poisson_counts(keys, num_samples)
+        return _summary([stat(*(np.repeat(_np(x), c, axis=0) for x in inputs)) for c in counts], quantiles)
+
+    return ref
+
+
+def _multinomial_ref(stat, num_samples, seed):
+    def ref(x):
+        keys = _draws.sample_keys(seed, torch.arange(x.shape[0]), torch.zeros((), dtype=torch.int64))
+        u = _draws.uniform(_draws.replicate_hashes(keys, num_samples), torch.float64).numpy()
+        picks = np.minimum((u * x.shape[0]).astype(np.int64), x.shape[0] - 1)  # draw j picks row floor(u * n)
+        return _summary([stat(_np(x)[p]) for p in picks])
+
+    return ref
+
+
+def _grouped_ref(stat, groups, labels=None):
+    def ref(group, x):
+        g, v = group.numpy(), _np(x)
+        vals = [stat(v[g == k]) for k in range(groups)]
+        return dict(zip(labels, vals)) if labels else np.array(vals)
+
+    return ref
+
+
+def _column_nanmean(x):
+    return np.nanmean(_np(x), axis=0)
+
+
+def _nan_columns(seed):
+    g = _gen(seed)
+    out = []
+    for n in SIZES:
+        x = torch.randn(n, 3, generator=g)
+        x[torch.rand(n, 3, generator=g) < 0.25] = float("nan")
+        out.append((x,))
+    return out
+
+
+def _pairs_nan(seed):
+    g = _gen(seed)
+    out = []
+    for n in SIZES:
+        p, t = torch.randn(n, 2, generator=g), torch.randn(n, 2, generator=g)
+        p[torch.rand(n, 2, generator=g) < 0.2] = float("nan")
+        t[torch.rand(n, 2, generator=g) < 0.2] = float("nan")
+        out.append((p, t))
+    return out
+
+
+def _pair_median_ref(p, t):
+    p, t = _np(p), _np(t)
+    out = []
+    for j in range(p.shape[1]):
+        keep = ~(np.isnan(p[:, j]) | np.isnan(t[:, j]))
+        out.append(np.median(p[keep, j] - t[keep, j]))
+    return np.array(out)
+
+
+def diff_median():
+    """Median of ``preds - target`` over a cat state: two inputs per row (for multioutput's NaN rows)."""
+    base = median()
+    return base.replace(update=lambda s, p, t: base.update(s, p - t), state_key=("test-diff-median",))
+
+
+def _tasks(seed):
+    g = _gen(seed)
+    return [({"a": torch.randn(n, generator=g), "b": torch.rand(n, generator=g)},) for n in SIZES]
+
+
+_BATCHING = "the draws of multinomial resampling are per batch (as torchmetrics'), so the value depends on batching"
+_OFFSETS = ("without sample ids a row's draw key is its arrival position in its own stream, so reordered "
+            "batches and shards started from init() draw differently from one process (merges stay exact)")
+
+CASES = [
+    Case("bootstrap-mean-ids", W.bootstrap, {"metric": fm.mean(), "num_samples": 16, "sample_ids": True, "seed": 3},
+         _with_ids, reference=_boot_ref(np.mean, 16, 3)),
+    Case("bootstrap-median-cat-ids", W.bootstrap,
+         {"metric": median(), "num_samples": 8, "sample_ids": True, "seed": 5, "quantiles": (0.1, 0.5, 0.9)},
+         _with_ids, reference=_boot_ref(np.median, 8, 5, quantiles=(0.1, 0.5, 0.9))),
+    Case("bootstrap-max-offsets", W.bootstrap, {"metric": fm.max(), "num_samples": 8, "seed": 1},
+         lambda s: _values(s), reference=_boot_ref(np.max, 8, 1, ids=False),
+         check={"laws": [law for law in fm.testing.LAWS if law not in ("split invariance", "merge associativity",
+                                                                         "distributed equivalence")]},
+         why=_OFFSETS),
+    Case("bootstrap-mean-multinomial", W.bootstrap,
+         {"metric": fm.mean(), "num_samples": 8, "sampling": "multinomial", "seed": 2},
+         lambda s: _values(s), reference=_multinomial_ref(np.mean, 8, 2),
+         check={"laws": [law for law in fm.testing.LAWS if law not in ("split invariance", "merge associativity",
+                                                                         "distributed equivalence")]},
+         why=_BATCHING),
+    Case("grouped-mean", W.grouped, {"metric": fm.mean(), "num_groups": 3}, _grouped,
+         reference=_grouped_ref(np.mean, 3)),
+    Case("grouped-median-cat-labels", W.grouped, {"metric": median(), "num_groups": 2, "labels": ["x", "y"]},
+         lambda s: _grouped(s, 2), reference=_grouped_ref(np.median, 2, ["x", "y"])),
+    Case("running-mean", W.running, {"metric": fm.mean(), "window": 3}, lambda s: _values(s),
+         reference=lambda x: np.mean(_np(x)),
+         check={"laws": [law for law in fm.testing.LAWS if law != "split invariance"]},
+         why="a running window covers the last updates, so its value depends on the batch boundaries"),
+    Case("running-median-cat", W.running, {"metric": median(), "window": 2}, lambda s: _values(s),
+         reference=lambda x: np.median(_np(x)),
+         check={"laws": [law for law in fm.testing.LAWS if law not in ("split invariance",
+                                                                         "distributed equivalence")]},
+         why="a running window covers the last updates, so its value depends on the batch boundaries "
+             "(window 2 < the 2 updates per shard + merges of the distributed law)"),
+    Case("min_max-mean", W.min_max, {"metric": fm.mean()}, lambda s: _values(s),
+         reference=lambda x: {"raw": np.mean(_np(x)), "min": np.mean(_np(x)), "max": np.mean(_np(x))}),
+    Case("classwise-multioutput-mean", W.classwise,
+         {"metric": W.multioutput(fm.mean(), 3), "labels": ["u", "v", "w"]}, _nan_columns,
+         reference=lambda x: {f"multioutput(mean)_{k}": v for k, v in zip("uvw", _column_nanmean(x))}),
+    Case("multitask-mean-sum", W.multitask, {"metrics": {"a": fm.mean(), "b": fm.sum()}, "prefix": "t/"}, _tasks,
+         reference=lambda d: {"t/a": np.mean(_np(d["a"])), "t/b": np.sum(_np(d["b"]))}),
+    Case("multioutput-mean-nan", W.multioutput, {"metric": fm.mean(), "num_outputs": 3}, _nan_columns,
+         reference=_column_nanmean),
+    Case("multioutput-median-cat-nan", W.multioutput, {"metric": diff_median(), "num_outputs": 2}, _pairs_nan,
+         reference=_pair_median_ref),
+    Case("multioutput-max-keep-nans", W.multioutput,
+         {"metric": fm.max(nan_strategy="disable"), "num_outputs": 3, "remove_nans": False},
+         lambda s: _values(s, shape=(3,)), reference=lambda x: np.max(_np(x), axis=0)),
+]
