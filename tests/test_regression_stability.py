@@ -1,0 +1,113 @@
+"""Offset-data stability (issue 6, item 2): values near 1e6 with unit noise, float32 inputs,
+1000 batches split across 3 simulated ranks, merged with `merge` in rank order.
+
+Pearson, R², explained variance and concordance must match SciPy / scikit-learn
+(float64 on the same float32 values) to 1e-9 relative. ``python -m
+tests.test_regression_stability`` also prints torchmetrics' error on the same
+data (its three ranks' states combined as its DDP sync does).
+"""
+import numpy as np
+import scipy.stats as ss
+import sklearn.metrics as skm
+import torch
+
+import fmetrics as fm
+from fmetrics.state import fold
+
+OFFSET, BATCHES, ROWS, RANKS = 1e6, 1000, 64, 3
+
+
+def offset_batches(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(BATCHES, ROWS, generator=g, dtype=torch.float64)
+    noise = torch.randn(BATCHES, ROWS, generator=g, dtype=torch.float64)
+    target = (OFFSET + z).float()
+    preds = (OFFSET + 0.1 + 0.9 * z + 0.4 * noise).float()
+    return list(zip(preds, target))
+
+
+def _ccc(x, y):
+    mx, my = x.mean(), y.mean()
+    sxy = ((x - mx) * (y - my)).sum() / (len(x) - 1)
+    vx, vy = ((x - mx) ** 2).sum() / (len(x) - 1), ((y - my) ** 2).sum() / (len(y) - 1)
+    return 2 * sxy / (vx + vy + (mx - my) ** 2)
+
+
+def oracles(batches):
+    p = torch.cat([b[0] for b in batches]).double().numpy()
+    t = torch.cat([b[1] for b in batches]).double().numpy()
+    return {
+        "pearson": ss.pearsonr(p, t).statistic,
+        "r2": skm.r2_score(t, p),
+        "explained_variance": skm.explained_variance_score(t, p),
+        "concordance": _ccc(p, t),
+    }
+
+
+def _shards(batches):
+    edges = np.linspace(0, len(batches), RANKS + 1).astype(int)
+    return [batches[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def fmetrics_values(batches):
+    metric = fm.collection({"pearson": fm.pearson_corrcoef(), "r2": fm.r2_score(),
+                            "explained_variance": fm.explained_variance(), "concordance": fm.concordance_corrcoef()})
+    states = []
+    for shard in _shards(batches):
+        s = metric.init()
+        for p, t in shard:
+            s = metric.update(s, p, t)
+        states.append(s)
+    return {k: float(v) for k, v in metric.finalize(fold(metric.merge, states)).items()}
+
+
+def torchmetrics_values(batches):
+    """torchmetrics on the same shards; states combined as its DDP sync does (stack for Pearson-like, sum else)."""
+    import torchmetrics.regression as tm
+
+    out = {}
+    for key, cls in (("pearson", tm.PearsonCorrCoef), ("r2", tm.R2Score),
+                     ("explained_variance", tm.ExplainedVariance), ("concordance", tm.ConcordanceCorrCoef)):
+        ranks = []
+        for shard in _shards(batches):
+            m = cls()
+            for p, t in shard:
+                m.update(p, t)
+            ranks.append(m)
+        synced = cls()
+        for name, default in synced._defaults.items():
+            values = [getattr(r, name) for r in ranks]
+            if synced._reductions[name] is None:  # gathered, stacked, aggregated in compute
+                setattr(synced, name, torch.stack(values))
+            else:
+                setattr(synced, name, sum(values[1:], values[0]))
+        out[key] = float(synced.compute())
+    return out
+
+
+def relative_errors(values, want):
+    return {k: abs(values[k] - want[k]) / abs(want[k]) for k in want}
+
+
+def test_offset_data_matches_float64_oracles_to_1e9():
+    batches = offset_batches()
+    want = oracles(batches)
+    assert 0.5 < want["pearson"] < 0.99 and 0.3 < want["r2"] < 0.99  # a non-trivial problem
+    errors = relative_errors(fmetrics_values(batches), want)
+    assert max(errors.values()) < 1e-9, errors
+
+
+def test_offset_data_rank_order_does_not_matter():
+    batches = offset_batches(seed=1)
+    forward = fmetrics_values(batches)
+    backward = fmetrics_values(batches[::-1])
+    assert max(relative_errors(backward, forward).values()) < 1e-9
+
+
+if __name__ == "__main__":
+    data = offset_batches()
+    ref = oracles(data)
+    for who, fn in (("fmetrics", fmetrics_values), ("torchmetrics", torchmetrics_values)):
+        vals = fn(data)
+        for k, e in relative_errors(vals, ref).items():
+            print(f"{who:13s} {k:19s} value={vals[k]:.12g} oracle={ref[k]:.12g} relative error={e:.3g}")
