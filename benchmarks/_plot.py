@@ -32,14 +32,18 @@ def plot(report: dict, path: str) -> None:
         colors = ["tab:red" if r["status"] == "mismatch" else ("tab:green" if q >= 1 else "tab:orange")
                   for r, q in zip(rows, ratios)]
         y = range(len(rows))
-        ax.barh(list(y), ratios, color=colors, left=0)
+        ax.barh(list(y), [q - 1.0 for q in ratios], left=1.0, color=colors)  # bars grow from 1x
         ax.set_yticks(list(y), labels, fontsize=8)
         ax.invert_yaxis()
         for i, q in enumerate(ratios):
-            ax.annotate(f"{q:.2g}x", (q, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
-        lo, hi = min(ratios + [1.0]), max(ratios + [1.0])
-        ax.set_xlim(lo / 2, hi * 3)
-    ax.set_xscale("log")
+            ax.annotate(f"{q:.2f}x" if q < 10 else f"{q:.0f}x", (q, i), xytext=(3 if q >= 1 else -3, 0),
+                        textcoords="offset points", va="center", ha="left" if q >= 1 else "right", fontsize=7)
+        lo, hi = min(ratios + [1.0]) / 2, max(ratios + [1.0]) * 3
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        ticks = [m * 10.0**e for e in range(-4, 5) for m in (1, 2, 5) if lo <= m * 10.0**e <= hi]
+        ax.set_xticks(ticks, [f"{t:g}x" for t in ticks])
+        ax.minorticks_off()
     ax.axvline(1.0, color="black", linewidth=0.8)
     m = report["machine"]
     ax.set_xlabel("peer time / fmetrics time (log scale; > 1: fmetrics is faster, red: values disagree)")

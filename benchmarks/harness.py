@@ -35,6 +35,7 @@ from benchmarks import registry
 from benchmarks.registry import BASELINE, Measured, Workload
 
 SCHEMA = "fmetrics-benchmarks/1"
+NOISY = 0.5  # a time whose interquartile range exceeds half its median is flagged as noisy
 NOT_WORKLOADS = {"__main__", "harness", "registry", "conftest"}
 PEER_PACKAGES = ("torchmetrics", "torcheval", "scikit-learn", "scipy", "ranx", "pytrec-eval-terrier",
                  "faster-coco-eval", "pycocotools", "numpy")
@@ -237,6 +238,10 @@ def _stats(times: list[float], samples: Optional[int], nbytes: Optional[int], ba
     }
 
 
+def _noisy(st: dict) -> bool:
+    return st["iqr_s"] > NOISY * st["median_s"]
+
+
 def _short_error(e: BaseException) -> str:
     frame = traceback.extract_tb(e.__traceback__)[-1:] if e.__traceback__ else []
     where = f" ({os.path.basename(frame[0].filename)}:{frame[0].lineno})" if frame else ""
@@ -253,7 +258,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
 
     def row(peer, status, reason=None, **kw):
         return {**base_row, "peer": peer, "status": status, "reason": reason, "baseline": None,
-                "peer_stats": None, "ratio": None, "max_abs_diff": None, "agree": None, **kw}
+                "peer_stats": None, "ratio": None, "max_abs_diff": None, "agree": None, "noisy": False, **kw}
 
     progress("building data")
     torch.manual_seed(0)
@@ -289,6 +294,9 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         why = errors.get(BASELINE) or skipped.get(BASELINE)
         return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
 
+    gc.collect()
+    gc.freeze()  # what exists now (modules, data) is never rescanned: a collection per call stays cheap
+
     live = [n for n in [BASELINE] + peers if n in values]
     last_round = sum(warmup[n] for n in live)
     rounds = 0
@@ -322,7 +330,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
     rows = []
     if not peers and not skipped:
-        rows.append(row(None, "ok", baseline=base, **meta))
+        rows.append(row(None, "ok", baseline=base, noisy=_noisy(base), **meta))
     for name in peers + [p for p in skipped if p not in peers]:
         if name in skipped:
             rows.append(row(name, "skipped", skipped[name], baseline=base, **meta))
@@ -334,7 +342,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         diff, agree, note = compare(values[name], values[BASELINE], w.tolerance)
         rows.append(row(name, "ok" if agree else "mismatch", note, baseline=base, peer_stats=st,
                         ratio=st["median_s"] / base["median_s"] if base["median_s"] > 0 else None,
-                        max_abs_diff=diff, agree=agree, **meta))
+                        max_abs_diff=diff, agree=agree, noisy=_noisy(base) or _noisy(st), **meta))
     return rows
 
 
@@ -409,7 +417,7 @@ def format_table(rows: list[dict]) -> str:
             r["peer"] or "-",
             _fmt_stats(base),
             _fmt_stats(r["peer_stats"]),
-            f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-",
+            (f"{r['ratio']:.2f}x" + ("?" if r.get("noisy") else "")) if r["ratio"] is not None else "-",
             f"{r['max_abs_diff']:.2g}" if r["max_abs_diff"] is not None else "-",
             _check(r),
             _fmt_rate(base and base["samples_per_s"]),
@@ -534,6 +542,9 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     out.write(f"\n{len(selected)} workloads in {wall:.1f} s ({'quick' if args.quick else 'full'} run, "
               f"{machine['threads']} threads, {machine['cpu']}, memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
               "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
+    if any(r.get("noisy") for r in rows):
+        out.write(f"?: noisy (interquartile range over {NOISY:.0%} of the median); the machine is busy: "
+                  "rerun on a quiet machine, or with --threads 1.\n")
     limit = 120.0 if args.quick else 1200.0
     if wall > limit and not interrupted:
         share = limit / max(len(selected), 1)

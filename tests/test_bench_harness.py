@@ -258,7 +258,11 @@ def test_bandwidth_is_measured(monkeypatch):
 
 def test_aggregation_workloads_agree_with_torchmetrics(tmp_path):
     pytest.importorskip("torchmetrics")
-    rc, out, err, rep = _report(tmp_path, ["--only", "aggregation/", "--repeats", "1"], None)
+    import benchmarks.aggregation  # noqa: F401 - registers its workloads
+    from benchmarks.registry import WORKLOADS
+
+    agg = {k: w for k, w in WORKLOADS.items() if k.startswith("aggregation/")}
+    rc, out, err, rep = _report(tmp_path, ["--repeats", "1", "--threads", "1"], agg)
     names = {r["workload"] for r in rep["rows"]}
     assert {"aggregation/mean", "aggregation/sum", "aggregation/max", "aggregation/cat"} <= names
     agg = [r for r in rep["rows"] if r["workload"].startswith("aggregation/")]
@@ -271,3 +275,15 @@ def test_cli_unknown_only_exits_nonzero():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "no workload matches" in proc.stderr and "aggregation/mean" in proc.stderr
+
+
+def test_noisy_times_are_marked(tmp_path):
+    def build(quick):
+        seconds = iter([9.0, 1.0, 5.0])  # warm-up, then two rounds: IQR 2 s around a 3 s median
+        return {"fmetrics": lambda: Measured(1.0, seconds=next(seconds)),
+                "torchmetrics": lambda: Measured(1.0, seconds=3.0)}
+
+    rc, out, _, rep = _report(tmp_path, [], {"t/n": _workload("t/n", build)})
+    (row,) = rep["rows"]
+    assert row["noisy"] is True and row["ratio"] == pytest.approx(1.0) and rc == 0
+    assert "1.00x?" in out and "?: noisy" in out
