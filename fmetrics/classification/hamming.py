@@ -1,0 +1,77 @@
+"""Hamming distance: ``1 - accuracy`` per class / label, averaged; shares the stat-scores state."""
+from __future__ import annotations
+
+from typing import Optional
+
+from fmetrics.classification._reduce import Counts, divide
+from fmetrics.classification.stat_scores import scored_metric, task_dispatch
+from fmetrics.metric import Metric
+
+__all__ = ["binary_hamming_distance", "multiclass_hamming_distance", "multilabel_hamming_distance",
+           "hamming_distance"]
+
+
+def _wrong(c: Counts):
+    return 1 - divide(c.tp + c.tn, c.tp + c.tn + c.fp + c.fn)
+
+
+def _missed(c: Counts):
+    return 1 - divide(c.tp, c.tp + c.fn)
+
+
+def binary_hamming_distance(threshold: float = 0.5, multidim_average: str = "global",
+                            ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """``(fp + fn) / (tp + fp + tn + fn)``: the fraction of wrong binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_hamming_distance()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor(0.6667, dtype=torch.float64)
+    """
+    return scored_metric("binary_hamming_distance", "binary", 1, _wrong, None, threshold=threshold,
+                         multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multiclass_hamming_distance(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+                                multidim_average: str = "global", ignore_index: Optional[int] = None,
+                                validate_args: bool = True) -> Metric:
+    """Per-class ``1 - tp / (tp + fn)`` averaged by ``average``.
+
+    Example::
+
+        >>> fmetrics.multiclass_hamming_distance(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    return scored_metric("multiclass_hamming_distance", "multiclass", num_classes, _missed, average,
+                         top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def multilabel_hamming_distance(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+                                multidim_average: str = "global", ignore_index: Optional[int] = None,
+                                validate_args: bool = True) -> Metric:
+    """Per-label fraction of wrong predictions averaged by ``average``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_hamming_distance(2)
+        >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    return scored_metric("multilabel_hamming_distance", "multilabel", num_labels, _wrong, average,
+                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def hamming_distance(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                     num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                     multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
+                     validate_args: bool = True) -> Metric:
+    """Task facade over the ``*_hamming_distance`` factories (torchmetrics' arguments)."""
+    return task_dispatch(
+        "hamming_distance", task, num_classes, num_labels,
+        lambda: binary_hamming_distance(threshold, multidim_average, ignore_index, validate_args),
+        lambda n: multiclass_hamming_distance(n, average, top_k, multidim_average, ignore_index, validate_args),
+        lambda n: multilabel_hamming_distance(n, threshold, average, multidim_average, ignore_index,
+                                              validate_args),
+    )

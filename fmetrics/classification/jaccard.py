@@ -1,0 +1,87 @@
+"""Jaccard index (intersection over union) ``tp / (tp + fp + fn)``; shares the stat-scores state.
+
+Multiclass with ``ignore_index`` inside ``[0, num_classes)``: that class is
+left out of the micro and macro averages (as in torchmetrics).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from fmetrics.classification._reduce import Counts, check_average, check_zero_division, divide
+from fmetrics.classification.stat_scores import scored_metric, task_dispatch
+from fmetrics.metric import Metric
+
+__all__ = ["binary_jaccard_index", "multiclass_jaccard_index", "multilabel_jaccard_index", "jaccard_index"]
+
+
+def _jaccard(name, zero_division):
+    zd = check_zero_division(name, zero_division)
+    return lambda c: divide(c.tp, c.tp + c.fp + c.fn, zd)
+
+
+def binary_jaccard_index(threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
+                         zero_division: float = 0.0) -> Metric:
+    """``tp / (tp + fp + fn)`` of thresholded binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_jaccard_index()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor(0.3333, dtype=torch.float64)
+    """
+    name = "binary_jaccard_index"
+    return scored_metric(name, "binary", 1, _jaccard(name, zero_division), None, threshold=threshold,
+                         ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multiclass_jaccard_index(num_classes: int, average: Optional[str] = "macro", ignore_index: Optional[int] = None,
+                             validate_args: bool = True, zero_division: float = 0.0) -> Metric:
+    """Per-class ``tp / (tp + fp + fn)`` averaged by ``average``.
+
+    Example::
+
+        >>> fmetrics.multiclass_jaccard_index(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "multiclass_jaccard_index"
+    score = _jaccard(name, zero_division)
+    how = check_average(name, average)
+    drop = isinstance(ignore_index, int) and 0 <= ignore_index < num_classes and how in ("micro", "macro")
+
+    def value(c: Counts):
+        if drop:  # the ignored class leaves the micro and macro averages
+            c = Counts(*(x.index_fill(-1, torch.tensor([ignore_index], device=x.device), 0) for x in c))
+        return score(c)
+
+    return scored_metric(name, "multiclass", num_classes, value, how, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def multilabel_jaccard_index(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+                             ignore_index: Optional[int] = None, validate_args: bool = True,
+                             zero_division: float = 0.0) -> Metric:
+    """Per-label ``tp / (tp + fp + fn)`` averaged by ``average``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_jaccard_index(2, average="micro")
+        >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "multilabel_jaccard_index"
+    return scored_metric(name, "multilabel", num_labels, _jaccard(name, zero_division), average,
+                         threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)
+
+
+def jaccard_index(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                  num_labels: Optional[int] = None, average: Optional[str] = "macro",
+                  ignore_index: Optional[int] = None, validate_args: bool = True,
+                  zero_division: float = 0.0) -> Metric:
+    """Task facade over the ``*_jaccard_index`` factories (torchmetrics' arguments)."""
+    return task_dispatch(
+        "jaccard_index", task, num_classes, num_labels,
+        lambda: binary_jaccard_index(threshold, ignore_index, validate_args, zero_division),
+        lambda n: multiclass_jaccard_index(n, average, ignore_index, validate_args, zero_division),
+        lambda n: multilabel_jaccard_index(n, threshold, average, ignore_index, validate_args, zero_division),
+    )

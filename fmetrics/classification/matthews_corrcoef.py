@@ -1,0 +1,115 @@
+"""Matthews correlation coefficient from the confusion matrix.
+
+``MCC = (c s - sum_k t_k p_k) / sqrt((s^2 - sum_k p_k^2) (s^2 - sum_k t_k^2))`` with
+``c`` the trace, ``s`` the total, ``t_k`` / ``p_k`` the row / column sums.
+Multilabel sums the per-label 2x2 matrices first. Degenerate 2x2 matrices
+follow torchmetrics: all correct gives 1, all wrong -1, and a zero
+denominator is smoothed with ``eps`` (float32 machine epsilon).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from fmetrics.classification.confusion_matrix import confmat_metric
+from fmetrics.classification.stat_scores import task_dispatch
+from fmetrics.metric import Metric
+from fmetrics.state import accum_dtype
+
+__all__ = ["binary_matthews_corrcoef", "multiclass_matthews_corrcoef", "multilabel_matthews_corrcoef",
+           "matthews_corrcoef"]
+
+_EPS = float(torch.finfo(torch.float32).eps)
+
+
+def _degenerate_2x2(tn: int, fp: int, fn: int, tp: int) -> Optional[float]:
+    """torchmetrics' value for a 2x2 matrix whose MCC denominator is 0 (``None``: not degenerate)."""
+    if tp + tn != 0 and fp + fn == 0:
+        return 1.0
+    if tp + tn == 0 and fp + fn != 0:
+        return -1.0
+    if (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn) != 0:
+        return None
+    root = math.sqrt(_EPS)
+    if fn == 0 and tn == 0:
+        num = root * (tp - fp)
+    elif fp == 0 and tn == 0:
+        num = root * (tp - fn)
+    elif tp == 0 and fn == 0:
+        num = root * (tn - fp)
+    elif tp == 0 and fp == 0:
+        num = root * (tn - fn)
+    else:  # unreachable for counts: a zero margin needs one of the pairs above
+        return 0.0
+    den = (tp + fp + _EPS) * (tp + fn + _EPS) * (tn + fp + _EPS) * (tn + fn + _EPS)
+    return num / math.sqrt(den)
+
+
+def _mcc(confmat: torch.Tensor) -> torch.Tensor:
+    if confmat.dim() == 3:
+        confmat = confmat.sum(0)
+    dtype = accum_dtype(confmat.device)
+    if confmat.numel() == 4:
+        special = _degenerate_2x2(*(int(v) for v in confmat.reshape(-1)))
+        if special is not None:
+            return torch.tensor(special, dtype=dtype, device=confmat.device)
+    cm = confmat.to(dtype)
+    t, p = cm.sum(1), cm.sum(0)
+    s, c = cm.sum(), cm.trace()
+    num = c * s - (t * p).sum()
+    den = (s * s - (p * p).sum()) * (s * s - (t * t).sum())
+    return torch.where(den != 0, num / den.clamp_min(1e-300).sqrt(), torch.zeros((), dtype=dtype))
+
+
+def binary_matthews_corrcoef(threshold: float = 0.5, ignore_index: Optional[int] = None,
+                             validate_args: bool = True) -> Metric:
+    """MCC of thresholded binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_matthews_corrcoef()(torch.tensor([0.7, 0.2, 0.9, 0.1]), torch.tensor([1, 1, 0, 0]))
+        tensor(0., dtype=torch.float64)
+    """
+    return confmat_metric("binary_matthews_corrcoef", "binary", 1, _mcc, threshold=threshold,
+                          ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multiclass_matthews_corrcoef(num_classes: int, ignore_index: Optional[int] = None,
+                                 validate_args: bool = True) -> Metric:
+    """Multiclass MCC (Gorodkin's R_K) of argmax predictions.
+
+    Example::
+
+        >>> fmetrics.multiclass_matthews_corrcoef(3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
+        tensor(0.2000, dtype=torch.float64)
+    """
+    return confmat_metric("multiclass_matthews_corrcoef", "multiclass", num_classes, _mcc,
+                          ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multilabel_matthews_corrcoef(num_labels: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
+                                 validate_args: bool = True) -> Metric:
+    """MCC of the summed per-label 2x2 confusion matrices.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_matthews_corrcoef(2)
+        >>> m(torch.tensor([[0.9, 0.8], [0.1, 0.2]]), torch.tensor([[1, 0], [0, 0]]))
+        tensor(0.5774, dtype=torch.float64)
+    """
+    return confmat_metric("multilabel_matthews_corrcoef", "multilabel", num_labels, _mcc, threshold=threshold,
+                          ignore_index=ignore_index, validate_args=validate_args)
+
+
+def matthews_corrcoef(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                      num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
+                      validate_args: bool = True) -> Metric:
+    """Task facade over the ``*_matthews_corrcoef`` factories (torchmetrics' arguments)."""
+    return task_dispatch(
+        "matthews_corrcoef", task, num_classes, num_labels,
+        lambda: binary_matthews_corrcoef(threshold, ignore_index, validate_args),
+        lambda n: multiclass_matthews_corrcoef(n, ignore_index, validate_args),
+        lambda n: multilabel_matthews_corrcoef(n, threshold, ignore_index, validate_args),
+    )

@@ -1,0 +1,150 @@
+"""Precision ``tp / (tp + fp)`` and recall ``tp / (tp + fn)``; ``zero_division`` fills ``0 / 0``.
+
+Both share the stat-scores state with accuracy, F-beta, specificity, ...
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from fmetrics.classification._reduce import check_zero_division, divide
+from fmetrics.classification.stat_scores import scored_metric, task_dispatch
+from fmetrics.metric import Metric
+
+__all__ = [
+    "binary_precision", "multiclass_precision", "multilabel_precision", "precision",
+    "binary_recall", "multiclass_recall", "multilabel_recall", "recall",
+]
+
+
+def _precision(name, zero_division):
+    zd = check_zero_division(name, zero_division)
+    return lambda c: divide(c.tp, c.tp + c.fp, zd)
+
+
+def _recall(name, zero_division):
+    zd = check_zero_division(name, zero_division)
+    return lambda c: divide(c.tp, c.tp + c.fn, zd)
+
+
+def binary_precision(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                     validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """``tp / (tp + fp)`` of thresholded binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_precision()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "binary_precision"
+    return scored_metric(name, "binary", 1, _precision(name, zero_division), None, threshold=threshold,
+                         multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multiclass_precision(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+                         multidim_average: str = "global", ignore_index: Optional[int] = None,
+                         validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """Per-class ``tp / (tp + fp)`` averaged by ``average``.
+
+    Example::
+
+        >>> fmetrics.multiclass_precision(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        tensor(0.6667, dtype=torch.float64)
+    """
+    name = "multiclass_precision"
+    return scored_metric(name, "multiclass", num_classes, _precision(name, zero_division), average,
+                         support_rule=top_k != 1, top_k=top_k, multidim_average=multidim_average,
+                         ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multilabel_precision(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+                         multidim_average: str = "global", ignore_index: Optional[int] = None,
+                         validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """Per-label ``tp / (tp + fp)`` averaged by ``average``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_precision(2, average="micro")
+        >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
+        tensor(0.6667, dtype=torch.float64)
+    """
+    name = "multilabel_precision"
+    return scored_metric(name, "multilabel", num_labels, _precision(name, zero_division), average,
+                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def precision(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+              num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
+              top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
+              zero_division: float = 0) -> Metric:
+    """Task facade over the ``*_precision`` factories (torchmetrics' arguments)."""
+    return task_dispatch(
+        "precision", task, num_classes, num_labels,
+        lambda: binary_precision(threshold, multidim_average, ignore_index, validate_args, zero_division),
+        lambda n: multiclass_precision(n, average, top_k, multidim_average, ignore_index, validate_args,
+                                       zero_division),
+        lambda n: multilabel_precision(n, threshold, average, multidim_average, ignore_index, validate_args,
+                                       zero_division),
+    )
+
+
+def binary_recall(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+                  validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """``tp / (tp + fn)`` of thresholded binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_recall()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "binary_recall"
+    return scored_metric(name, "binary", 1, _recall(name, zero_division), None, threshold=threshold,
+                         multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multiclass_recall(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+                      multidim_average: str = "global", ignore_index: Optional[int] = None,
+                      validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """Per-class ``tp / (tp + fn)`` averaged by ``average``.
+
+    Example::
+
+        >>> fmetrics.multiclass_recall(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "multiclass_recall"
+    return scored_metric(name, "multiclass", num_classes, _recall(name, zero_division), average,
+                         support_rule=top_k != 1, top_k=top_k, multidim_average=multidim_average,
+                         ignore_index=ignore_index, validate_args=validate_args)
+
+
+def multilabel_recall(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+                      multidim_average: str = "global", ignore_index: Optional[int] = None,
+                      validate_args: bool = True, zero_division: float = 0) -> Metric:
+    """Per-label ``tp / (tp + fn)`` averaged by ``average``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_recall(2, average="micro")
+        >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
+        tensor(0.6667, dtype=torch.float64)
+    """
+    name = "multilabel_recall"
+    return scored_metric(name, "multilabel", num_labels, _recall(name, zero_division), average,
+                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def recall(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+           num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
+           top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
+           zero_division: float = 0) -> Metric:
+    """Task facade over the ``*_recall`` factories (torchmetrics' arguments)."""
+    return task_dispatch(
+        "recall", task, num_classes, num_labels,
+        lambda: binary_recall(threshold, multidim_average, ignore_index, validate_args, zero_division),
+        lambda n: multiclass_recall(n, average, top_k, multidim_average, ignore_index, validate_args,
+                                    zero_division),
+        lambda n: multilabel_recall(n, threshold, average, multidim_average, ignore_index, validate_args,
+                                    zero_division),
+    )

@@ -1,0 +1,279 @@
+"""Stat scores: per-class true/false positive/negative counts, the state of the counting family.
+
+`counts_metric` builds every stat-score metric (accuracy, precision, recall,
+F-beta, specificity, NPV, Jaccard, Hamming, stat scores): one state per
+configuration, so metrics over equal configurations have equal state keys and
+a `fmetrics.collection` of them runs a single update per batch. ``average``
+and ``zero_division`` only change ``finalize`` and are not in the key.
+
+Counting (no host sync):
+
+* binary / multilabel -- a prediction is positive when its probability
+  (``sigmoid`` first if the batch holds logits) exceeds ``threshold``; integer
+  predictions are used as they are.
+* multiclass -- ``argmax`` over the class axis; with ``top_k > 1`` the
+  prediction is the target if it is among the top ``k`` scores, else the top
+  score (torchmetrics' definition). Counts come from one ``scatter_add``.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional
+
+import torch
+
+from fmetrics import validation
+from fmetrics.classification import _format
+from fmetrics.classification._reduce import Counts, check_average
+from fmetrics.classification._reduce import average as reduce_average
+from fmetrics.metric import Metric
+from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+
+__all__ = [
+    "binary_stat_scores",
+    "multiclass_stat_scores",
+    "multilabel_stat_scores",
+    "stat_scores",
+]
+
+
+class StatScoresState(NamedTuple):
+    counts: object  # int64 (4, C): tp, fp, tn, fn per class; samplewise: tuple of (n, 4, C) chunks
+    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
+
+
+def _check_top_k(name: str, top_k, num_classes: int) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= num_classes:
+        raise validation.fail(name, "top_k", f"an integer in [1, num_classes={num_classes}]", repr(top_k))
+    return top_k
+
+
+def positive(preds: torch.Tensor, threshold: float) -> torch.Tensor:
+    if preds.is_floating_point():
+        return _format.sigmoid_if_logits(preds) > threshold
+    return preds == 1
+
+
+def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
+    """``pos, target, keep``: ``(N, C, M)`` -> int64 ``(4, C)`` or ``(N, 4, C)``."""
+    dims = (2,) if samplewise else (0, 2)
+    pos = pos & keep
+    tgt = target.bool()  # dropped entries already hold 0
+    tp = (pos & tgt).sum(dims, dtype=torch.int64)
+    pp = pos.sum(dims, dtype=torch.int64)
+    tt = tgt.sum(dims, dtype=torch.int64)
+    n = keep.sum(dims, dtype=torch.int64)
+    return torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], dim=-2)
+
+
+def multiclass_labels(name: str, preds: torch.Tensor, target: torch.Tensor, top_k: int) -> torch.Tensor:
+    if not preds.is_floating_point() or preds.dim() != target.dim() + 1:
+        if top_k > 1:
+            raise validation.fail(name, "preds", "float scores (N, C, ...) when top_k > 1",
+                                  f"labels of shape {tuple(preds.shape)}")
+        return preds
+    if top_k == 1:
+        return preds.argmax(1)
+    idx = preds.topk(top_k, dim=1).indices  # (N, k, M)
+    hit = (idx == target.unsqueeze(1)).any(1)
+    return torch.where(hit, target, idx[:, 0])
+
+
+def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool) -> torch.Tensor:
+    """``labels, target, keep``: ``(N, M)`` -> int64 ``(4, C)`` or ``(N, 4, C)``."""
+    c = num_classes
+    hit = keep & (labels == target)
+    index = torch.cat([target, labels + c, target + 2 * c], dim=1)
+    ones = keep.long()
+    src = torch.cat([ones, ones, hit.long()], dim=1)
+    if samplewise:
+        bins = torch.zeros(labels.shape[0], 3 * c, dtype=torch.int64, device=labels.device)
+        bins = bins.scatter_add(1, index, src)
+        n = ones.sum(1, keepdim=True)
+    else:
+        bins = torch.zeros(3 * c, dtype=torch.int64, device=labels.device)
+        bins = bins.index_add(0, index.reshape(-1), src.reshape(-1))
+        n = ones.sum()
+    tt, pp, tp = bins[..., :c], bins[..., c:2 * c], bins[..., 2 * c:]
+    return torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], dim=-2)
+
+
+def counts_metric(
+    name: str,
+    task: str,
+    num: int,
+    finalize_counts: Callable[[Counts], object],
+    *,
+    threshold: float = 0.5,
+    top_k: int = 1,
+    multidim_average: str = "global",
+    ignore_index: Optional[int] = None,
+    validate_args: bool = True,
+) -> Metric:
+    """A `Metric` over the stat-scores state; ``finalize_counts`` maps int64 `Counts` to the value.
+
+    ``task`` is ``"binary"`` (``num`` 1), ``"multiclass"`` (``num`` classes) or
+    ``"multilabel"`` (``num`` labels). The counts have the class axis last,
+    after a sample axis when ``multidim_average="samplewise"``.
+    """
+    if task != "binary":
+        num = _format.check_num(name, "num_classes" if task == "multiclass" else "num_labels", num)
+    samplewise = _format.check_multidim_average(name, multidim_average) == "samplewise"
+    ignore_index = _format.check_ignore_index(name, ignore_index)
+    validate = bool(validate_args)
+    if task == "multiclass":
+        top_k = _check_top_k(name, top_k, num)
+        threshold = None
+    else:
+        threshold = _format.check_threshold(name, threshold)
+        top_k = None
+
+    def init():
+        counts = () if samplewise else torch.zeros(4, num, dtype=torch.int64)
+        return StatScoresState(counts, torch.zeros(3, dtype=torch.int64))
+
+    def update(state, preds, target):
+        if task == "multiclass":
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate)
+            labels = multiclass_labels(name, f.preds, f.target, top_k)
+            counts = _multiclass_counts(labels, f.target, f.keep, num, samplewise)
+        else:
+            if task == "binary":
+                f = _format.binary_inputs(name, preds, target, ignore_index, samplewise, validate)
+                f = f._replace(preds=f.preds.unsqueeze(1), target=f.target.unsqueeze(1), keep=f.keep.unsqueeze(1))
+            else:
+                f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, validate)
+            counts = binary_counts(positive(f.preds, threshold), f.target, f.keep, samplewise)
+        total = state.counts + (counts,) if samplewise else state.counts + counts
+        return StatScoresState(total, state.invalid + f.invalid)
+
+    def finalize(state):
+        _format.report(name, state.invalid)
+        counts = state.counts
+        if samplewise:
+            counts = cat_chunks(counts, torch.zeros(0, 4, num, dtype=torch.int64, device=state.invalid.device))
+        return finalize_counts(Counts(*counts.unbind(-2)))
+
+    tags = StatScoresState(counts="cat" if samplewise else "sum", invalid="sum")
+    key = ("stat_scores", task, num, threshold, top_k, "samplewise" if samplewise else "global", ignore_index,
+           validate)
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
+                  state_key=key, reductions=tags)
+
+
+def scored_metric(name: str, task: str, num: int, score: Callable[[Counts], torch.Tensor], average,
+                  *, support_rule: bool = False, **config) -> Metric:
+    """A stat-score metric whose value is ``score`` averaged per `fmetrics.classification._reduce.average`.
+
+    ``average`` is ignored (``"binary"``) for the binary task; ``config`` goes to `counts_metric`.
+    """
+    how = "binary" if task == "binary" else check_average(name, average)
+    multilabel = task == "multilabel"
+
+    def value(counts: Counts):
+        dtype = accum_dtype(counts.tp.device)
+        return reduce_average(Counts(*(x.to(dtype) for x in counts)), score, how, multilabel=multilabel,
+                              support_rule=support_rule)
+
+    return counts_metric(name, task, num, value, **config)
+
+
+def task_dispatch(name: str, task, num_classes, num_labels, binary: Optional[Callable[[], Metric]],
+                  multiclass: Optional[Callable[[int], Metric]], multilabel: Optional[Callable[[int], Metric]]
+                  ) -> Metric:
+    """The task facades: picks the factory for ``task`` and checks its required size argument."""
+    tasks = tuple(t for t, f in (("binary", binary), ("multiclass", multiclass), ("multilabel", multilabel)) if f)
+    task = validation.check_policy(name, "task", task, tasks)
+    if task == "binary":
+        return binary()
+    if task == "multiclass":
+        if num_classes is None:
+            raise validation.fail(name, "num_classes", "an integer >= 2 for task='multiclass'", "None")
+        return multiclass(num_classes)
+    if num_labels is None:
+        raise validation.fail(name, "num_labels", "an integer >= 2 for task='multilabel'", "None")
+    return multilabel(num_labels)
+
+
+# ------------------------------------------------------------------ stat scores themselves
+
+
+def _stat_scores_value(average: str, multilabel: bool):
+    def value(counts: Counts):
+        tp, fp, tn, fn = counts
+        res = torch.stack([tp, fp, tn, fn, tp + fn], dim=-1)  # (..., C, 5)
+        if average == "binary":
+            return res[..., 0, :]
+        if average == "micro":
+            return res.sum(-2)
+        if average == "none":
+            return res
+        res = res.to(accum_dtype(res.device))
+        if average == "macro":
+            return res.mean(-2)
+        weight = (tp + fn).to(res.dtype)
+        total = weight.sum(-1, keepdim=True)
+        return (res * (weight / total).unsqueeze(-1)).sum(-2)
+
+    return value
+
+
+def binary_stat_scores(threshold: float = 0.5, multidim_average: str = "global",
+                       ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """``[tp, fp, tn, fn, support]`` (int64 ``(5,)``, or ``(N, 5)`` samplewise) of binary predictions.
+
+    Example::
+
+        >>> fmetrics.binary_stat_scores()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor([1, 1, 0, 1, 2])
+    """
+    return counts_metric("binary_stat_scores", "binary", 1, _stat_scores_value("binary", False),
+                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def multiclass_stat_scores(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+                           multidim_average: str = "global", ignore_index: Optional[int] = None,
+                           validate_args: bool = True) -> Metric:
+    """Per-class ``[tp, fp, tn, fn, support]``: ``(C, 5)`` for ``average="none"``, summed (micro),
+    averaged (macro) or support-weighted (weighted) to ``(5,)``; a leading ``N`` axis samplewise.
+
+    Example::
+
+        >>> fmetrics.multiclass_stat_scores(3, average="micro")(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        tensor([2, 1, 5, 1, 3])
+    """
+    name = "multiclass_stat_scores"
+    return counts_metric(name, "multiclass", num_classes, _stat_scores_value(check_average(name, average), False),
+                         top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def multilabel_stat_scores(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+                           multidim_average: str = "global", ignore_index: Optional[int] = None,
+                           validate_args: bool = True) -> Metric:
+    """Per-label ``[tp, fp, tn, fn, support]``, reduced over labels like `multiclass_stat_scores`.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_stat_scores(3, average="micro")
+        >>> m(torch.tensor([[0, 0, 1], [1, 0, 1]]), torch.tensor([[0, 1, 0], [1, 0, 1]]))
+        tensor([2, 1, 2, 1, 3])
+    """
+    name = "multilabel_stat_scores"
+    return counts_metric(name, "multilabel", num_labels, _stat_scores_value(check_average(name, average), True),
+                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
+                         validate_args=validate_args)
+
+
+def stat_scores(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[str] = "micro",
+                multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
+                validate_args: bool = True) -> Metric:
+    """Task facade (``"binary" | "multiclass" | "multilabel"``) over the ``*_stat_scores`` factories."""
+    return task_dispatch(
+        "stat_scores", task, num_classes, num_labels,
+        lambda: binary_stat_scores(threshold, multidim_average, ignore_index, validate_args),
+        lambda n: multiclass_stat_scores(n, average, top_k, multidim_average, ignore_index, validate_args),
+        lambda n: multilabel_stat_scores(n, threshold, average, multidim_average, ignore_index, validate_args),
+    )
+
