@@ -46,7 +46,8 @@ class Budget:
 
     A workload's share is the time left divided by the workloads left (capped);
     it runs rounds until its share is spent, between ``min_rounds`` and
-    ``max_rounds`` (``--repeats`` fixes the count).
+    ``max_rounds`` (``--repeats`` fixes the count). Once the run is over its
+    budget, each remaining workload gets a single round.
     """
 
     def __init__(self, quick: bool, repeats: Optional[int] = None):
@@ -64,7 +65,8 @@ class Budget:
         return min(max(self.total_s - self.elapsed(), 0.0) / max(workloads_left, 1), self.cap_s)
 
     def another_round(self, done: int, spent_s: float, last_round_s: float, share_s: float) -> bool:
-        if done < self.min_rounds:
+        over = self.elapsed() > self.total_s and self.min_rounds < self.max_rounds  # over budget: one round
+        if done < (1 if over else self.min_rounds):
             return True
         return done < self.max_rounds and spent_s + last_round_s <= share_s
 
@@ -87,13 +89,17 @@ def discover(package: str = "benchmarks") -> list[tuple[str, str]]:
     return errors
 
 
-def select(workloads: Mapping[str, Workload], only: Optional[str]) -> list[Workload]:
-    """Workloads whose name matches one of the comma-separated patterns (glob or substring)."""
+def _matches(name: str, pattern: str) -> bool:
+    return pattern in name or fnmatch.fnmatchcase(name, pattern)
+
+
+def select(workloads: Mapping[str, Workload], only: Optional[str]) -> tuple[list[Workload], list[str]]:
+    """``(workloads matching any comma-separated pattern, patterns matching none)``; substring or glob."""
     if not only:
-        return [workloads[k] for k in sorted(workloads)]
+        return [workloads[k] for k in sorted(workloads)], []
     patterns = [p.strip() for p in only.split(",") if p.strip()]
-    return [workloads[k] for k in sorted(workloads)
-            if any(p in k or fnmatch.fnmatchcase(k, p) for p in patterns)]
+    chosen = [workloads[k] for k in sorted(workloads) if any(_matches(k, p) for p in patterns)]
+    return chosen, [p for p in patterns if not any(_matches(k, p) for k in workloads)]
 
 
 # ---------------------------------------------------------------- machine
@@ -294,27 +300,29 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         why = errors.get(BASELINE) or skipped.get(BASELINE)
         return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
 
-    gc.collect()
-    gc.freeze()  # what exists now (modules, data) is never rescanned: a collection per call stays cheap
-
     live = [n for n in [BASELINE] + peers if n in values]
     last_round = sum(warmup[n] for n in live)
     rounds = 0
-    while live and budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
-        order = live[rounds % len(live):] + live[:rounds % len(live)]
-        t_round = time.perf_counter()
-        for name in order:
-            progress(f"round {rounds + 1}: {name}")
-            gc.collect()
-            try:
-                _, t = _timed(runs[name])
-            except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
-                errors[name] = _short_error(e)
-                live.remove(name)
-                continue
-            times[name].append(t)
-        last_round = time.perf_counter() - t_round
-        rounds += 1
+    gc.collect()
+    gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
+    try:
+        while live and budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
+            order = live[rounds % len(live):] + live[:rounds % len(live)]
+            t_round = time.perf_counter()
+            for name in order:
+                progress(f"round {rounds + 1}: {name}")
+                gc.collect()
+                try:
+                    _, t = _timed(runs[name])
+                except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
+                    errors[name] = _short_error(e)
+                    live.remove(name)
+                    continue
+                times[name].append(t)
+            last_round = time.perf_counter() - t_round
+            rounds += 1
+    finally:
+        gc.unfreeze()
     wall = time.perf_counter() - t_start
 
     samples, nbytes = w.size("samples", quick), w.size("bytes", quick)
@@ -512,9 +520,10 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     if args.list:
         _list(workloads, out)
         return 0
-    selected = select(workloads, args.only)
-    if not selected:
-        err.write(f"no workload matches --only {args.only!r}. Available workloads:\n")
+    selected, unknown = select(workloads, args.only)
+    if unknown or not selected:
+        err.write(f"no workload matches --only {', '.join(map(repr, unknown or [args.only]))}. "
+                  "Available workloads:\n")
         _list(workloads, err)
         return 2
 

@@ -121,14 +121,21 @@ def test_unknown_only_lists_workloads():
     rc, out, err = _run(["--only", "nope*"], w)
     assert rc == 2 and out == ""
     assert "no workload matches --only 'nope*'" in err and "a/one  -- a/one doc" in err and "b/two" in err
+    rc, out, err = _run(["--only", "a/one,typo"], w)  # one unknown pattern among known ones
+    assert rc == 2 and "no workload matches --only 'typo'" in err and out == ""
 
 
 def test_only_patterns_substring_glob_and_lists():
     w = {n: _workload(n, _tiny) for n in ("reg/mse", "reg/mae", "cls/acc")}
-    assert [x.name for x in harness.select(w, "mse")] == ["reg/mse"]
-    assert [x.name for x in harness.select(w, "reg/*")] == ["reg/mae", "reg/mse"]
-    assert [x.name for x in harness.select(w, "cls, mae")] == ["cls/acc", "reg/mae"]
-    assert len(harness.select(w, None)) == 3
+    def names(only):
+        chosen, unknown = harness.select(w, only)
+        return [x.name for x in chosen], unknown
+
+    assert names("mse") == (["reg/mse"], [])
+    assert names("reg/*") == (["reg/mae", "reg/mse"], [])
+    assert names("cls, mae") == (["cls/acc", "reg/mae"], [])
+    assert names("mae,typo") == (["reg/mae"], ["typo"])
+    assert len(names(None)[0]) == 3
 
 
 def test_missing_peers_are_skipped_not_errors(tmp_path):
@@ -205,6 +212,9 @@ def test_budget_rounds():
     fixed = harness.Budget(True, repeats=4)
     assert fixed.another_round(3, 1e9, 1e9, 0.0) and not fixed.another_round(4, 0.0, 0.0, 1e9)
     assert quick.share(1) <= quick.cap_s
+    quick.start -= quick.total_s + 1  # over budget: a single round
+    assert quick.another_round(0, 0.0, 0.1, quick.share(1)) and not quick.another_round(1, 0.1, 0.1, quick.share(1))
+    assert quick.share(1) == 0.0
 
 
 def test_discover_reports_broken_modules(tmp_path, monkeypatch):
