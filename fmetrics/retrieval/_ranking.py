@@ -1,8 +1,8 @@
 """`Ranking`: a retrieval state's rows grouped by query and ranked by score, computed once.
 
-Rows are ordered by (query id ascending, score descending) with two stable
-int64 sorts (radix sorts on CPU): first on an order-preserving integer image
-of the score, then on the query id. Per-query quantities are segment sums
+Rows are ordered by (query id ascending, score descending) with one stable
+int64 sort (a radix sort on CPU) of a packed key: the query id and an
+order-preserving integer image of the score (`sort_rows`). Per-query quantities are segment sums
 over that order (differences of a cumulative sum), so nothing loops over
 queries. ``ranking(state, ignore_index)`` caches the last result, so the
 retrieval metrics of one `fmetrics.collection` finalize over one grouping.
@@ -23,12 +23,44 @@ from fmetrics.retrieval._state import RetrievalState
 from fmetrics.state import cat_chunks, leaves
 
 _FLIP = torch.iinfo(torch.int64).max
+_LOW32 = (1 << 32) - 1
 
 
 def _order_key(score: torch.Tensor) -> torch.Tensor:
     """int64 keys with the same order as float64 ``score`` (no NaN; -0.0 == 0.0)."""
-    bits = (score + 0.0).view(torch.int64)
+    bits = (score.to(torch.float64) + 0.0).view(torch.int64)
     return torch.where(bits < 0, bits ^ _FLIP, bits)
+
+
+def _order_key32(score: torch.Tensor) -> torch.Tensor:
+    """Keys in [0, 2^32) with the same order as float32 ``score`` (no NaN; -0.0 == 0.0)."""
+    bits = (score + 0.0).view(torch.int32).to(torch.int64)
+    return torch.where(bits < 0, -1 - bits, bits + (1 << 31))
+
+
+def sort_rows(values: torch.Tensor, groups: torch.Tensor):
+    """Rows ordered by (group ascending, value descending): ``(order, sorted groups, sorted tie keys)``.
+
+    Equal tie keys within a group mean equal values. Float32-exact values and a
+    group range under 2^31 take one stable int64 sort of a packed key
+    ``group << 32 | descending value bits`` (a radix sort on CPU); anything else
+    two (value, then group). The order within a tie is unspecified.
+    """
+    n = values.shape[0]
+    if values.dtype in (torch.float16, torch.bfloat16) or (
+        values.dtype == torch.float64 and bool((values.float().double() == values).all())
+    ):
+        values = values.float()
+    if n and values.dtype == torch.float32:
+        low, high = int(groups.min()), int(groups.max())
+        if high - low < (1 << 31):
+            packed = ((groups - low) << 32) | (_LOW32 - _order_key32(values))
+            packed, order = torch.sort(packed, stable=True)
+            return order, (packed >> 32) + low, packed
+    key = _order_key(values)
+    by_value = torch.sort(~key, stable=True).indices
+    order = by_value[torch.sort(groups[by_value], stable=True).indices]
+    return order, groups[order], key[order]
 
 
 def _starts(new: torch.Tensor) -> torch.Tensor:
@@ -49,21 +81,16 @@ class Ranking:
     Attributes (rows are in ranked order):
       score, target: float64 per row.
       query: per row, the position of its query (0..num_queries-1).
-      rank: per row, its 0-based rank within its query (ties: arrival order; see `relevant`).
+      rank: per row, its 0-based rank within its query (order within ties unspecified; see `relevant`).
       ids: per query, the query id; starts / sizes: its first row and row count.
       tie, tie_starts: per row, its tie group; per tie group, its first row.
     """
 
     def __init__(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor):
         n = preds.shape[0]
-        score = preds.to(torch.float64)
-        key = _order_key(score)
-        by_score = torch.sort(~key, stable=True).indices  # score descending
-        order = by_score[torch.sort(indexes[by_score], stable=True).indices]
-        self.score = score[order]
-        self.target = target[order].to(torch.float64)
-        q = indexes[order]
-        key = key[order]
+        self.order, q, tie_key = sort_rows(preds, indexes)
+        self._preds = preds
+        self.target = target[self.order].to(torch.float64)
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         new_query[1:] = q[1:] != q[:-1]
         self.starts = _starts(new_query)
@@ -74,10 +101,15 @@ class Ranking:
         self.rank = self.position - self.starts[self.query]
         self.ids = q[self.starts]
         new_tie = new_query.clone()
-        new_tie[1:] |= key[1:] != key[:-1]
+        new_tie[1:] |= tie_key[1:] != tie_key[:-1]
         self.tie_starts = _starts(new_tie)
         self.tie = torch.cumsum(new_tie, 0) - 1
         self.n = n
+
+    @cached_property
+    def score(self) -> torch.Tensor:
+        """Per row: the score, float64."""
+        return self._preds[self.order].to(torch.float64)
 
     def per_query(self, x: torch.Tensor) -> torch.Tensor:
         """Per-query sums of a per-row quantity."""

@@ -7,7 +7,7 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
-from fmetrics.retrieval._ranking import Ranking, _order_key, segment_sum
+from fmetrics.retrieval._ranking import Ranking, segment_sum, sort_rows
 
 
 def _ideal_gains(r: Ranking) -> torch.Tensor:
@@ -15,8 +15,7 @@ def _ideal_gains(r: Ranking) -> torch.Tensor:
     t = r.target
     if bool(((t == 0) | (t == 1)).all()):
         return (r.rank < r.num_relevant[r.query]).to(torch.float64)
-    by_gain = torch.sort(~_order_key(t), stable=True).indices
-    return t[by_gain[torch.sort(r.query[by_gain], stable=True).indices]]
+    return t[sort_rows(t, r.query)[0]]
 
 
 def retrieval_normalized_dcg(
@@ -43,8 +42,7 @@ def retrieval_normalized_dcg(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        discount = torch.where(_base.cutoff(r, top_k), 1.0 / torch.log2(r.rank.to(torch.float64) + 2.0),
-                               torch.zeros((), dtype=torch.float64, device=r.score.device))
+        discount = torch.where(_base.cutoff(r, top_k), 1.0 / torch.log2(r.rank.to(torch.float64) + 2.0), 0.0)
         tie_size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
         tie_gain = segment_sum(r.target, r.tie_starts) / tie_size
         dcg = r.per_query(tie_gain[r.tie] * discount)
