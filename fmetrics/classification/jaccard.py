@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import torch
-
-from fmetrics.classification._reduce import Counts, check_average, check_zero_division, divide
+from fmetrics.classification._reduce import check_average, check_zero_division, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
 
@@ -45,17 +43,11 @@ def multiclass_jaccard_index(num_classes: int, average: Optional[str] = "macro",
         tensor(0.5000, dtype=torch.float64)
     """
     name = "multiclass_jaccard_index"
-    score = _jaccard(name, zero_division)
     how = check_average(name, average)
-    drop = isinstance(ignore_index, int) and 0 <= ignore_index < num_classes and how in ("micro", "macro")
-
-    def value(c: Counts):
-        if drop:  # the ignored class leaves the micro and macro averages
-            c = Counts(*(x.index_fill(-1, torch.tensor([ignore_index], device=x.device), 0) for x in c))
-        return score(c)
-
-    return scored_metric(name, "multiclass", num_classes, value, how, ignore_index=ignore_index,
-                         validate_args=validate_args)
+    in_range = isinstance(ignore_index, int) and 0 <= ignore_index < num_classes
+    return scored_metric(name, "multiclass", num_classes, _jaccard(name, zero_division), how,
+                         drop_class=ignore_index if in_range and how in ("micro", "macro") else None,
+                         ignore_index=ignore_index, validate_args=validate_args)
 
 
 def multilabel_jaccard_index(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",

@@ -161,18 +161,22 @@ def counts_metric(
 
 
 def scored_metric(name: str, task: str, num: int, score: Callable[[Counts], torch.Tensor], average,
-                  *, support_rule: bool = False, **config) -> Metric:
+                  *, support_rule: bool = False, drop_class: Optional[int] = None, **config) -> Metric:
     """A stat-score metric whose value is ``score`` averaged per `fmetrics.classification._reduce.average`.
 
-    ``average`` is ignored (``"binary"``) for the binary task; ``config`` goes to `counts_metric`.
+    ``average`` is ignored (``"binary"``) for the binary task; ``drop_class`` zeroes one class's counts
+    before averaging; ``config`` goes to `counts_metric`.
     """
     how = "binary" if task == "binary" else check_average(name, average)
     multilabel = task == "multilabel"
 
     def value(counts: Counts):
         dtype = accum_dtype(counts.tp.device)
-        return reduce_average(Counts(*(x.to(dtype) for x in counts)), score, how, multilabel=multilabel,
-                              support_rule=support_rule)
+        counts = Counts(*(x.to(dtype) for x in counts))
+        if drop_class is not None:
+            keep = torch.arange(num, device=counts.tp.device) != drop_class
+            counts = Counts(*(x * keep for x in counts))
+        return reduce_average(counts, score, how, multilabel=multilabel, support_rule=support_rule)
 
     return counts_metric(name, task, num, value, **config)
 
