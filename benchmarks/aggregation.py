@@ -1,7 +1,8 @@
 """Aggregation workloads: a stream of 200 batches of 4096x16 floats (25 with --quick).
 
 fmetrics' ``init / update* / finalize`` against torchmetrics' ``update* / compute``,
-both with their default ``nan_strategy="warn"``.
+both with their default ``nan_strategy="warn"``; and the four running
+statistics as one collection against a ``MetricCollection``.
 """
 from __future__ import annotations
 
@@ -70,3 +71,29 @@ _workload("mean", fmetrics.mean, "MeanMetric", "running mean of 4096x16 batches 
 _workload("sum", fmetrics.sum, "SumMetric", "running sum of 4096x16 batches vs SumMetric")
 _workload("max", fmetrics.max, "MaxMetric", "running max of 4096x16 batches vs MaxMetric")
 _workload("cat", fmetrics.cat, "CatMetric", "concatenation of 4096x16 batches vs CatMetric")
+
+
+COLLECTION = {"mean": ("mean", "MeanMetric"), "sum": ("sum", "SumMetric"), "min": ("min", "MinMetric"),
+              "max": ("max", "MaxMetric")}
+
+
+@register("aggregation/collection", domain="aggregation", samples=_samples, bytes=_bytes, peers=("torchmetrics",))
+def collection(quick: bool):
+    """mean, sum, min and max of 4096x16 batches as one collection vs MetricCollection"""
+    batches = _data(quick)
+    runs = {"fmetrics": _fmetrics(fmetrics.collection(
+        {k: getattr(fmetrics, f)() for k, (f, _) in COLLECTION.items()}, prefix="val/"), batches)}
+    try:
+        import torchmetrics
+    except ImportError:
+        return runs
+
+    def tm():
+        c = torchmetrics.MetricCollection({k: getattr(torchmetrics, cls)() for k, (_, cls) in COLLECTION.items()},
+                                          prefix="val/")
+        for b in batches:
+            c.update(b)
+        return c.compute()
+
+    runs["torchmetrics"] = tm
+    return runs
