@@ -16,9 +16,14 @@ Any rank raising -> ``AssertionError`` carrying that rank's traceback (the
 other ranks, possibly stuck in a collective, are killed). Passing
 ``timeout`` seconds -> every child is killed and ``AssertionError`` is
 raised, so a hang fails the test instead of blocking CI.
+
+`count_collectives()` counts, inside a rank, the collectives issued and the
+bytes this rank hands to them (object collectives count as the tensor
+collectives they run).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import pickle
@@ -30,7 +35,7 @@ import traceback
 
 import torch.multiprocessing as mp
 
-__all__ = ["spawn"]
+__all__ = ["spawn", "count_collectives"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GRACE_S = 5.0  # how long the other ranks may take to report once one rank failed
@@ -137,3 +142,55 @@ def spawn(fn, world_size: int, *args, timeout: float = 120.0) -> list:
     report = "\n".join(f"--- rank {r} ---\n{tb}" for r, tb in sorted(errors.items()))
     raise AssertionError(f"spawn: {len(errors)} of {world_size} ranks failed running "
                          f"{getattr(fn, '__qualname__', fn)}:\n{report}")
+
+
+_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+                "broadcast", "reduce", "gather", "scatter", "all_to_all", "all_to_all_single", "barrier",
+                "monitored_barrier", "send", "recv", "isend", "irecv")
+
+
+def _payload_bytes(name: str, args, kwargs) -> int:
+    import torch
+
+    if name in ("barrier", "monitored_barrier"):
+        return 0
+    index = {"all_gather": 1, "all_gather_into_tensor": 1, "reduce_scatter": 1, "all_to_all": 1,
+             "all_to_all_single": 1, "reduce_scatter_tensor": 1}.get(name, 0)
+    x = args[index] if len(args) > index else next(iter(kwargs.values()), None)
+    tensors = x if isinstance(x, (list, tuple)) else [x]
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+@contextlib.contextmanager
+def count_collectives():
+    """Yields ``{"calls": int, "bytes": int, "ops": {name: calls}}``, filled while the block runs.
+
+    Wraps the tensor collectives of ``torch.distributed`` (both the public
+    names and the module-level ones that object collectives call).
+    """
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    counts = {"calls": 0, "bytes": 0, "ops": {}}
+    saved = []
+
+    def wrap(name, fn):
+        def counted(*args, **kwargs):
+            counts["calls"] += 1
+            counts["ops"][name] = counts["ops"].get(name, 0) + 1
+            counts["bytes"] += _payload_bytes(name, args, kwargs)
+            return fn(*args, **kwargs)
+
+        return counted
+
+    for module in (dist, c10d):
+        for name in _COLLECTIVES:
+            fn = getattr(module, name, None)
+            if fn is not None:
+                saved.append((module, name, fn))
+                setattr(module, name, wrap(name, fn))
+    try:
+        yield counts
+    finally:
+        for module, name, fn in saved:
+            setattr(module, name, fn)

@@ -1,0 +1,483 @@
+"""Cross-rank reduction of fmetrics states with `torch.distributed`, and an exact evaluation sampler.
+
+`reduce(metric, state)` returns, on every rank, the state of all ranks' data:
+the single-process state up to float rounding (exactly, for integer fields).
+It needs one small fixed-size exchange plus one collective per bucket:
+
+1. **Header** (one ``all_gather`` of 256 int64 per rank): a hash of the metric
+   name, its ``state_key``, the state layout and the dtype/shape of every
+   fixed field, plus the sizes of the variable fields. Ranks that disagree
+   all raise `LayoutMismatchError` naming what differs -- never a hang and
+   never silently mixed states. (Variable metadata longer than the header
+   costs one more ``all_gather``.)
+2. **Fast path**: leaves tagged ``"sum"`` / ``"min"`` / ``"max"`` are packed into
+   one flat buffer per (op, dtype) and ``all_reduce``-d: a whole collection of
+   metrics costs a handful of collectives, however many metrics it holds.
+3. **Gather path**: ``"cat"`` fields (tuples of chunks) and untagged subtrees
+   are packed, as bytes, into one padded buffer and ``all_gather``-ed once;
+   each rank's pieces are cut back out (padding removed).
+4. Untagged subtrees are folded with ``metric.merge`` in rank order.
+
+Reduction units: a tag applies to the subtree below it; a NamedTuple state
+holding any ``None`` tag is gathered and merged as a whole (its merge may
+read its tagged fields, as Chan's mean/variance merge reads the counts);
+plain tuples and dicts (a `fmetrics.collection`'s state) are containers of
+independent units.
+
+Backends: gloo (CPU tensors) and NCCL (tensors are moved to the current CUDA
+device for the collectives and back to their own device afterwards).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+import torch.utils._pytree as pytree
+
+from fmetrics import state as state_lib
+from fmetrics.metric import Metric
+
+__all__ = ["reduce", "EvalSampler", "LayoutMismatchError"]
+
+HEADER_LEN = 256  # int64 entries per rank in the first exchange: [hash, meta length, meta...]
+_ALIGN = 16  # byte alignment of each piece in the gather buffer (any dtype can be viewed back)
+
+# dtypes that every backend all-reduces natively (others are gathered and folded locally)
+_ALLREDUCE_DTYPES = frozenset({torch.uint8, torch.int8, torch.int32, torch.int64,
+                               torch.float16, torch.bfloat16, torch.float32, torch.float64})
+_OPS = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+_FOLD = {"sum": lambda a, b: a + b, "min": torch.minimum, "max": torch.maximum}
+_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+           torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
+           torch.uint16, torch.uint32, torch.uint64)
+_CODE = {dt: i for i, dt in enumerate(_DTYPES)}
+
+
+class LayoutMismatchError(RuntimeError):
+    """Ranks called `reduce` with different metrics, configurations or state layouts."""
+
+
+# ---------------------------------------------------------------- walking a state
+
+
+def _has_none(tags) -> bool:
+    if tags is None:
+        return True
+    if isinstance(tags, str):
+        return False
+    values = tags.values() if isinstance(tags, Mapping) else tags
+    return any(_has_none(t) for t in values)
+
+
+def _map_units(tags, node, visit: Callable[[str, Optional[str], Any, str], Any], path: str = "state"):
+    """Rebuilds ``node`` with every reduction unit replaced by ``visit(kind, tag, unit, path)``.
+
+    ``kind`` is ``"reduce"`` (tag sum/min/max), ``"cat"`` or ``"merge"`` (untagged).
+    """
+    if tags is None or (hasattr(node, "_fields") and not isinstance(tags, str) and _has_none(tags)):
+        return visit("merge", None, node, path)
+    if isinstance(tags, str):
+        if tags in _OPS:
+            return visit("reduce", tags, node, path)
+        if tags == "cat":
+            return visit("cat", tags, node, path)
+        raise TypeError(f"adapters.distributed.reduce: {path} has the unknown reduction tag {tags!r}; "
+                        f"expected one of {state_lib.TAGS} or None")
+    if isinstance(tags, Mapping):
+        if not isinstance(node, Mapping) or set(node) != set(tags):
+            raise TypeError(f"adapters.distributed.reduce: the reduction tags at {path} ({tags!r}) "
+                            f"do not mirror the state ({type(node).__name__})")
+        return {k: _map_units(tags[k], node[k], visit, f"{path}[{k!r}]") for k in node}
+    if isinstance(tags, (tuple, list)):
+        if not isinstance(node, (tuple, list)) or len(node) != len(tags):
+            raise TypeError(f"adapters.distributed.reduce: the reduction tags at {path} ({tags!r}) "
+                            f"do not mirror the state ({type(node).__name__})")
+        names = getattr(node, "_fields", None)
+        parts = [_map_units(t, x, visit, f"{path}.{names[i]}" if names else f"{path}[{i}]")
+                 for i, (t, x) in enumerate(zip(tags, node))]
+        return type(node)(*parts) if names else type(node)(parts)
+    raise TypeError(f"adapters.distributed.reduce: the reduction tags at {path} ({tags!r}) are not "
+                    "a tag, None, a tuple or a dict")
+
+
+def _tensor_leaves(node, path: str) -> tuple[list[torch.Tensor], Any]:
+    """Leaves and tree spec of ``node``; a leaf that is not a tensor raises TypeError naming it."""
+    with_path, spec = pytree.tree_flatten_with_path(node)
+    for key, leaf in with_path:
+        if not isinstance(leaf, torch.Tensor):
+            raise TypeError(f"adapters.distributed.reduce: state leaf {path}{pytree.keystr(key)} is a "
+                            f"{type(leaf).__name__}, not a tensor (states must be pytrees of tensors)")
+    return [leaf for _, leaf in with_path], spec
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def _code(t: torch.Tensor, path: str) -> int:
+    if t.dtype not in _CODE:
+        raise TypeError(f"adapters.distributed.reduce: {path} has dtype {t.dtype}, which cannot be sent")
+    return _CODE[t.dtype]
+
+
+class _Unit:
+    """One reduction unit of the local state, with what it contributes to the exchanges."""
+
+    def __init__(self, kind: str, tag: Optional[str], node, path: str):
+        self.kind, self.tag, self.node, self.path = kind, tag, node, path
+        self.pieces: list[torch.Tensor] = []  # what travels through the gather buffer
+        self.spec = None
+        if kind == "reduce":
+            self.leaves, self.spec = _tensor_leaves(node, path)
+            self.folded = [leaf.dtype not in _ALLREDUCE_DTYPES for leaf in self.leaves]
+            self.pieces = [leaf for leaf, f in zip(self.leaves, self.folded) if f]
+        elif kind == "cat":
+            if not isinstance(node, (tuple, list)):
+                raise TypeError(f"adapters.distributed.reduce: {path} is tagged 'cat' but holds a "
+                                f"{type(node).__name__}, not a tuple of tensor chunks")
+            chunks, _ = _tensor_leaves(tuple(node), path)
+            self.pieces = _join_chunks(chunks)
+        else:
+            self.leaves, self.spec = _tensor_leaves(node, path)
+            self.pieces = list(self.leaves)
+
+    def describe(self) -> list[str]:
+        """Lines of the layout fingerprint (what every rank must agree on)."""
+        if self.kind == "reduce":
+            return [f"{self.path}: {self.tag} leaf {i} {leaf.dtype} {tuple(leaf.shape)}"
+                    for i, leaf in enumerate(self.leaves)] + [f"{self.path}: {self.spec}"]
+        return [f"{self.path}: {self.kind}"]
+
+    def meta(self) -> list[int]:
+        """Per-rank sizes of the variable pieces: ``[n, (dtype, ndim, *shape) * n]`` (+ spec hash)."""
+        out = [] if self.kind != "merge" else [_hash64(str(self.spec))]
+        out.append(len(self.pieces))
+        for p in self.pieces:
+            out += [_code(p, self.path), p.dim(), *p.shape]
+        return out
+
+
+def _join_chunks(chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One piece when the chunks can be concatenated without changing anything, else the chunks."""
+    if len(chunks) <= 1:
+        return chunks
+    c0 = chunks[0]
+    if c0.dim() and all(c.dtype == c0.dtype and c.dim() == c0.dim() and c.shape[1:] == c0.shape[1:]
+                        and c.device == c0.device for c in chunks):
+        return [torch.cat(chunks, dim=0)]
+    return chunks
+
+
+def _parse_meta(units: list[_Unit], meta: list[int]) -> list[tuple[Optional[int], list]]:
+    """Inverse of `_Unit.meta` for one rank: per unit ``(spec hash, [(dtype, shape), ...])``."""
+    out, i = [], 0
+    for u in units:
+        spec_hash = None
+        if u.kind == "merge":
+            spec_hash, i = meta[i], i + 1
+        n, i = meta[i], i + 1
+        pieces = []
+        for _ in range(n):
+            dtype, ndim = _DTYPES[meta[i]], meta[i + 1]
+            pieces.append((dtype, tuple(meta[i + 2:i + 2 + ndim])))
+            i += 2 + ndim
+        out.append((spec_hash, pieces))
+    return out
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+# ---------------------------------------------------------------- the reduction
+
+
+def _comm_device(group, state_device: Optional[torch.device]) -> torch.device:
+    backend = str(dist.get_backend(group)).lower()
+    if "nccl" in backend and (backend == "nccl" or (state_device is not None and state_device.type == "cuda")):
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _check_fingerprints(header: torch.Tensor, description: list[str], group, world: int) -> None:
+    hashes = header[:, 0].tolist()
+    if len(set(hashes)) == 1:
+        return
+    # every rank sees the same hashes, so every rank takes this path together
+    described: list = [None] * world
+    dist.all_gather_object(described, description, group=group)
+    lines = []
+    base = described[0]
+    for r in range(1, world):
+        if hashes[r] == hashes[0]:
+            continue
+        other = described[r]
+        i = next((k for k, (a, b) in enumerate(zip(base, other)) if a != b), min(len(base), len(other)))
+        a = base[i] if i < len(base) else "<nothing>"
+        b = other[i] if i < len(other) else "<nothing>"
+        lines.append(f"  rank 0 has {a!r}\n  rank {r} has {b!r}")
+    raise LayoutMismatchError("adapters.distributed.reduce: ranks disagree on the metric, its configuration "
+                              "or its state layout, so nothing was reduced:\n" + "\n".join(lines))
+
+
+def _identity(tag: str, like: torch.Tensor) -> torch.Tensor:
+    if tag == "sum":
+        return torch.zeros_like(like)
+    if like.dtype == torch.bool:
+        return torch.full_like(like, tag == "min")
+    if like.is_floating_point():
+        return torch.full_like(like, math.inf if tag == "min" else -math.inf)
+    info = torch.iinfo(like.dtype)
+    return torch.full_like(like, info.max if tag == "min" else info.min)
+
+
+def reduce(metric: Metric, state, group=None):
+    """The state of every rank's data, identical on every rank.
+
+    Equivalent to gathering every rank's state and folding ``metric.merge``
+    over them in rank order (see the module docstring for how it is sent).
+    Without an initialized process group (a single process) the state is
+    returned unchanged. Every rank of ``group`` must call it.
+
+    Raises:
+      TypeError: a state leaf is not a tensor (the message names its path), or
+        the reduction tags do not mirror the state.
+      LayoutMismatchError: on every rank, when ranks hold different metrics,
+        configurations or state layouts.
+
+    Example::
+
+        >>> m = fmetrics.mean()
+        >>> s = m.update(m.init(), local_values)
+        >>> value = m.finalize(adapters.distributed.reduce(m, s))
+    """
+    units: list[_Unit] = []
+    _map_units(metric.reductions, state, lambda *a: units.append(_Unit(*a)))
+    if not (dist.is_available() and dist.is_initialized()):
+        return state
+    world = dist.get_world_size(group)
+    if world == 1:
+        return state
+    rank = dist.get_rank(group)
+    comm = _comm_device(group, state_lib.device_of(state))
+    default_device = state_lib.device_of(state) or torch.device("cpu")
+
+    # 1. header: fingerprint + variable sizes, one fixed-size all_gather
+    description = [f"metric: {metric.name}", f"state_key: {metric.state_key!r}",
+                   f"state type: {type(state).__module__}.{type(state).__qualname__}"]
+    for u in units:
+        description += u.describe()
+    meta = [v for u in units for v in u.meta()]
+    header = torch.zeros(HEADER_LEN, dtype=torch.int64)
+    header[0], header[1] = _hash64("\n".join(description)), len(meta)
+    if len(meta) <= HEADER_LEN - 2:
+        header[2:2 + len(meta)] = torch.tensor(meta, dtype=torch.int64)
+    headers = torch.stack(_all_gather(header.to(comm), world, group)).cpu()
+    _check_fingerprints(headers, description, group, world)
+    lengths = headers[:, 1].tolist()
+    if max(lengths) <= HEADER_LEN - 2:
+        metas = [headers[r, 2:2 + lengths[r]].tolist() for r in range(world)]
+    else:
+        padded = torch.zeros(max(lengths), dtype=torch.int64)
+        padded[:len(meta)] = torch.tensor(meta, dtype=torch.int64)
+        all_meta = torch.stack(_all_gather(padded.to(comm), world, group)).cpu()
+        metas = [all_meta[r, :lengths[r]].tolist() for r in range(world)]
+    layouts = [_parse_meta(units, m) for m in metas]
+
+    # 2. fast path: one async all_reduce per (op, dtype) bucket
+    buckets: dict[tuple[str, torch.dtype], list] = {}  # -> [(slot, tensor)]
+    nan_slots = []
+    for i, u in enumerate(units):
+        if u.kind != "reduce":
+            continue
+        for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
+            if folded:
+                continue
+            bucket = buckets.setdefault((u.tag, leaf.dtype), [])
+            bucket.append(((i, j), leaf))
+            if u.tag != "sum" and leaf.is_floating_point():
+                # backends' min/max need not propagate NaN as torch.minimum does: a flag per element
+                # rides in the same bucket (-1 under min, +1 under max where a rank holds a NaN)
+                nan_slots.append((i, j))
+                flag = leaf.isnan().to(leaf.dtype)
+                bucket.append((("nan", i, j), -flag if u.tag == "min" else flag))
+    order = sorted(buckets, key=lambda k: (k[0], str(k[1])))
+    flat = {k: torch.cat([x.detach().reshape(-1).to(comm) for _, x in buckets[k]]) for k in order}
+    works = [dist.all_reduce(flat[k], op=_OPS[k[0]], group=group, async_op=True) for k in order]
+
+    # 3. gather path: every variable piece of every rank, as bytes, in one all_gather
+    offsets, sizes = [], []
+    for layout in layouts:
+        off, offs = 0, []
+        for _, pieces in layout:
+            for dtype, shape in pieces:
+                offs.append(off)
+                off = _aligned(off + math.prod(shape) * dtype.itemsize)
+        offsets.append(offs)
+        sizes.append(off)
+    gathered = None
+    if max(sizes) > 0:
+        buf = torch.zeros(max(sizes), dtype=torch.uint8, device=comm)
+        local = [p for u in units for p in u.pieces]
+        for off, p in zip(offsets[rank], local):
+            raw = p.detach().contiguous().reshape(-1).view(torch.uint8)
+            buf[off:off + raw.numel()] = raw.to(comm)
+        gathered = _all_gather(buf, world, group)
+    for w in works:
+        w.wait()
+
+    reduced = {}  # slot -> all-reduced value, on the leaf's device
+    for k in order:
+        pos = 0
+        for slot, x in buckets[k]:
+            reduced[slot] = flat[k][pos:pos + x.numel()].reshape(x.shape).to(x.device)
+            pos += x.numel()
+    for i, j in nan_slots:
+        reduced[(i, j)] = torch.where(reduced[("nan", i, j)] != 0, math.nan, reduced[(i, j)])
+
+    # each rank's pieces, per unit
+    def pieces_of(r: int, unit_index: int) -> list[torch.Tensor]:
+        if r == rank:
+            return units[unit_index].pieces
+        start = sum(len(p) for _, p in layouts[r][:unit_index])
+        out = []
+        for j, (dtype, shape) in enumerate(layouts[r][unit_index][1]):
+            off = offsets[r][start + j]
+            raw = gathered[r][off:off + math.prod(shape) * dtype.itemsize]
+            out.append(raw.view(dtype).reshape(shape))
+        return out
+
+    specs = _merge_specs(units, layouts, group, world)
+    results: list[list] = []  # per unit: the value to put on rank 0's slot, or per-rank values
+    for i, u in enumerate(units):
+        if u.kind == "reduce":
+            leaves = []
+            folded_pos = 0
+            for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
+                if not folded:
+                    leaves.append(reduced[(i, j)])
+                    continue
+                vals = [pieces_of(r, i)[folded_pos].to(leaf.device) for r in range(world)]
+                folded_pos += 1
+                acc = vals[0]
+                for v in vals[1:]:
+                    acc = _FOLD[u.tag](acc, v)
+                leaves.append(acc)
+            results.append([pytree.tree_unflatten(leaves, u.spec)])
+        elif u.kind == "cat":
+            device = u.pieces[0].device if u.pieces else default_device
+            results.append([tuple(p.to(device) for r in range(world) for p in pieces_of(r, i))])
+        else:
+            per_rank = []
+            for r in range(world):
+                if r == rank:
+                    per_rank.append(u.node)
+                    continue
+                devices = [leaf.device for leaf in u.leaves]
+                vals = pieces_of(r, i)
+                if len(devices) != len(vals):
+                    devices = [default_device] * len(vals)
+                per_rank.append(pytree.tree_unflatten([v.to(d) for v, d in zip(vals, devices)], specs[r][i]))
+            results.append(per_rank)
+
+    def build(r: int):
+        it = iter(range(len(units)))
+
+        def visit(kind, tag, node, path):
+            i = next(it)
+            if kind == "merge":
+                return results[i][r]
+            if r == 0:
+                return results[i][0]
+            if kind == "cat":
+                return ()
+            return pytree.tree_map(lambda x: _identity(tag, x), results[i][0])
+
+        return _map_units(metric.reductions, state, visit)
+
+    if not any(u.kind == "merge" for u in units):
+        return build(0)
+    return state_lib.fold(metric.merge, [build(r) for r in range(world)])
+
+
+def _merge_specs(units: list[_Unit], layouts, group, world: int) -> list[list]:
+    """Per rank, the tree spec of each untagged unit (exchanged only when some rank's differs)."""
+    local = [u.spec for u in units]
+    same = all(layouts[r][i][0] == layouts[0][i][0] for r in range(world) for i, u in enumerate(units)
+               if u.kind == "merge")
+    if same:
+        return [local] * world
+    specs: list = [None] * world
+    dist.all_gather_object(specs, local, group=group)
+    return specs
+
+
+def _all_gather(t: torch.Tensor, world: int, group) -> list[torch.Tensor]:
+    out = [torch.empty_like(t) for _ in range(world)]
+    dist.all_gather(out, t, group=group)
+    return out
+
+
+# ---------------------------------------------------------------- the sampler
+
+
+class EvalSampler(torch.utils.data.Sampler):
+    """Shards a map-style dataset across ranks with no padding and no duplicates.
+
+    `torch.utils.data.DistributedSampler` makes every shard the same length by
+    repeating samples, so the repeated samples count twice in every metric.
+    Evaluation reduces the metric state once at the end, so uneven shards
+    cost nothing: this sampler gives rank ``r`` either the contiguous block
+    ``[r * n // R, (r + 1) * n // R)`` or (``strided=True``) the indices
+    ``r, r + R, r + 2R, ...``. Shard sizes differ by at most one.
+
+    ``num_replicas`` / ``rank`` default to the initialized process group's,
+    resolved when the sampler is iterated (one process without a group: the
+    whole dataset). ``set_epoch`` exists for trainer compatibility and does
+    nothing (the order is fixed).
+
+    Example::
+
+        >>> loader = DataLoader(dataset, batch_size=64, sampler=EvalSampler(dataset))
+    """
+
+    def __init__(self, dataset, num_replicas: Optional[int] = None, rank: Optional[int] = None,
+                 strided: bool = False):
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.strided = strided
+        self.epoch = 0
+        if num_replicas is not None and (not isinstance(num_replicas, int) or num_replicas < 1):
+            raise ValueError(f"EvalSampler: argument `num_replicas` expected a positive int, got {num_replicas!r}")
+        if rank is not None and (not isinstance(rank, int) or rank < 0):
+            raise ValueError(f"EvalSampler: argument `rank` expected a non-negative int, got {rank!r}")
+
+    def _resolve(self) -> tuple[int, int]:
+        grouped = dist.is_available() and dist.is_initialized()
+        replicas = self.num_replicas if self.num_replicas is not None else (
+            dist.get_world_size() if grouped else 1)
+        rank = self.rank if self.rank is not None else (dist.get_rank() if grouped else 0)
+        if rank >= replicas:
+            raise ValueError(f"EvalSampler: argument `rank` expected a value in [0, {replicas}), got {rank}")
+        return replicas, rank
+
+    def _indices(self) -> range:
+        replicas, rank = self._resolve()
+        n = len(self.dataset)
+        if self.strided:
+            return range(rank, n, replicas)
+        return range(rank * n // replicas, (rank + 1) * n // replicas)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._indices())
+
+    def __len__(self) -> int:
+        return len(self._indices())
+
+    def set_epoch(self, epoch: int) -> None:
+        """Kept for trainers that call it; the shards do not depend on the epoch."""
+        self.epoch = epoch

@@ -1,0 +1,337 @@
+"""`adapters.distributed.reduce` in real gloo process groups (DESIGN.md §2 law 4, §6).
+
+Every registered case is reduced across 2 and 3 processes with uneven shards
+and one rank that saw no data; the result must finalize to the one-process
+value on every rank (exactly for integer states). The registry grows as
+domains are added: the loop picks new cases up by itself.
+"""
+import math
+import random
+import warnings
+from typing import NamedTuple
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import fmetrics as fm
+from adapters import distributed
+from adapters.distributed import LayoutMismatchError, reduce
+from fmetrics.state import merge_fields
+from fmetrics.testing import assert_values_close, concat_inputs, split_inputs
+from tests._dist import count_collectives, spawn
+from tests.cases import all_cases
+
+# ---------------------------------------------------------------- every registered case
+
+
+def _shard_cuts(n: int, world: int, empty_rank: int, rng: random.Random) -> list[int]:
+    """Cut points giving ``world`` uneven shards, shard ``empty_rank`` empty."""
+    edges = [0, *sorted(rng.randint(0, n) for _ in range(world - 2)), n]
+    shards = list(zip(edges[:-1], edges[1:]))  # world - 1 shards with data
+    at = shards[empty_rank][0] if empty_rank < len(shards) else n
+    shards.insert(empty_rank, (at, at))
+    return [lo for lo, _ in shards[1:]]
+
+
+def _run_case(case, rank: int, world: int, seed: int):
+    """On this rank: its local state, finalize(reduce(local state)) and the one-process value."""
+    rng = random.Random(f"{case.id}/{seed}/{world}")
+    full = concat_inputs(case.batches(seed))
+    empty_rank = rng.randrange(world)
+    shards = split_inputs(full, _shard_cuts(_num(full), world, empty_rank, rng))
+    m = case.make()
+    s = m.init()
+    if rank != empty_rank:
+        shard = shards[rank]
+        for piece in split_inputs(shard, [rng.randint(0, _num(shard))]):  # two updates: chunk fields get 2
+            s = m.update(s, *piece)
+    one_process = m.finalize(m.update(m.init(), *full)) if rank == 0 else None
+    return s, m.finalize(reduce(m, s)), one_process
+
+
+def _num(inputs) -> int:
+    from fmetrics.testing import _num_samples
+
+    return _num_samples(inputs)
+
+
+def _all_cases_body(rank: int, world: int, seed: int):
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for case in all_cases():
+            try:
+                out[case.id] = (None, *_run_case(case, rank, world, seed))
+            except Exception as err:  # noqa: BLE001 - reported per case by the parent
+                out[case.id] = (f"{type(err).__name__}: {err}", None, None, None)
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, 3])
+def test_every_case_reduces_to_the_one_process_value(world):
+    cases = {c.id: c for c in all_cases()}
+    results = spawn(_all_cases_body, world, world, timeout=240)
+    failures = []
+    for cid, case in cases.items():
+        per_rank = [r[cid] for r in results]
+        errors = {e for e, *_ in per_rank if e}
+        if errors:
+            failures.append(f"{cid}: {sorted(errors)}")
+            continue
+        canonical = case.check.get("canonical", lambda v: v)
+        exact = case.integer_state
+        rtol, atol = (0.0, 0.0) if exact else (case.check.get("rtol", 1e-6), case.check.get("atol", 1e-8))
+        splits_ok = "distributed equivalence" in case.check.get("laws", ("distributed equivalence",))
+        try:
+            folded = fm.state.fold(case.make().merge, [state for _, state, _, _ in per_rank])
+            got0 = canonical(per_rank[0][2])
+            assert_values_close(got0, canonical(case.make().finalize(folded)), rtol, atol,
+                                f"{cid}: reduced vs the ranks' states folded by merge")
+            if splits_ok:  # a case whose value depends on the batching (declared) is held to the fold only
+                assert_values_close(got0, canonical(per_rank[0][3]), rtol, atol, f"{cid}: reduced vs one process")
+            for r in range(1, world):  # the same bits on every rank
+                assert_values_close(canonical(per_rank[r][2]), got0, 0.0, 0.0, f"{cid}: rank {r} vs rank 0")
+        except AssertionError as err:
+            failures.append(str(err))
+    assert not failures, f"{len(failures)} of {len(cases)} cases fail across {world} ranks:\n" + "\n".join(failures)
+
+
+# ---------------------------------------------------------------- single process: no group, bad states
+
+
+class _Pair(NamedTuple):
+    total: torch.Tensor
+    count: object
+
+
+def test_without_a_process_group_the_state_comes_back_unchanged():
+    m = fm.mean()
+    s = m.update(m.init(), torch.tensor([1.0, 2.0]))
+    assert not dist.is_initialized()
+    assert reduce(m, s) is s
+
+
+def test_a_leaf_that_is_not_a_tensor_raises_type_error_naming_it():
+    tags = _Pair(total="sum", count="sum")
+    m = fm.Metric(init=lambda: _Pair(torch.zeros(()), 0), update=lambda s, x: s, merge=merge_fields(tags),
+                  finalize=lambda s: s.total, name="pair", reductions=tags)
+    with pytest.raises(TypeError, match=r"state\.count is a int, not a tensor"):
+        reduce(m, m.init())
+    untagged = m.replace(reductions=None)
+    with pytest.raises(TypeError, match=r"state\.count is a int"):
+        reduce(untagged, m.init())
+
+
+def test_tags_that_do_not_mirror_the_state_raise_type_error():
+    m = fm.mean().replace(reductions=("sum", "sum"))
+    with pytest.raises(TypeError, match="do not mirror the state"):
+        reduce(m, m.init())
+    m = fm.mean().replace(reductions=fm.aggregation.MeanState("sum", "avg", "sum"))
+    with pytest.raises(TypeError, match="unknown reduction tag 'avg'"):
+        reduce(m, m.init())
+
+
+# ---------------------------------------------------------------- edge layouts, NaN, mismatches, counts
+
+
+class _Odd(NamedTuple):
+    """Fields no backend all-reduces natively (bool, int16) and chunks of mixed dtypes."""
+
+    any_positive: torch.Tensor  # bool, "max"
+    count: torch.Tensor  # int16, "sum"
+    low: torch.Tensor  # float32, "min"
+    chunks: tuple  # float32 and int64 chunks, "cat"
+
+
+_ODD_TAGS = _Odd(any_positive="max", count="sum", low="min", chunks="cat")
+
+
+def _odd_metric():
+    def init():
+        return _Odd(torch.tensor(False), torch.zeros((), dtype=torch.int16), torch.tensor(math.inf), ())
+
+    def update(s, x):
+        return _Odd(s.any_positive | (x > 0).any(), s.count + x.numel(), torch.minimum(s.low, x.amin(dim=0) if x.numel() else s.low),
+                    s.chunks + (x, x.long().reshape(-1, 1)))
+
+    def finalize(s):
+        floats = [c for c in s.chunks if c.is_floating_point()]
+        ints = [c for c in s.chunks if not c.is_floating_point()]
+        return {"any": s.any_positive, "count": s.count, "low": s.low,
+                "floats": torch.sort(torch.cat(floats)).values if floats else torch.empty(0),
+                "ints": torch.sort(torch.cat(ints).reshape(-1)).values if ints else torch.empty(0)}
+
+    return fm.Metric(init=init, update=update, merge=merge_fields(_ODD_TAGS), finalize=finalize, name="odd",
+                     reductions=_ODD_TAGS)
+
+
+class _Moments(NamedTuple):
+    """Untagged (Chan's merge) with a field whose structure varies per rank."""
+
+    n: torch.Tensor
+    mean: torch.Tensor
+    m2: torch.Tensor
+    batches: tuple  # one 0-d tensor per update: a different tree structure on every rank
+
+
+def _moments_metric():
+    def init():
+        z = torch.zeros((), dtype=torch.float64)
+        return _Moments(torch.zeros((), dtype=torch.int64), z, z.clone(), ())
+
+    def update(s, x):
+        x = x.double()
+        return merge(s, _Moments(torch.tensor(x.numel()), x.mean(), ((x - x.mean()) ** 2).sum(),
+                                 (torch.tensor(x.numel()),)))
+
+    def merge(a, b):
+        n = a.n + b.n
+        delta = b.mean - a.mean
+        safe = torch.clamp(n, min=1)
+        return _Moments(n, a.mean + delta * b.n / safe, a.m2 + b.m2 + delta ** 2 * a.n * b.n / safe,
+                        a.batches + b.batches)
+
+    def finalize(s):
+        return {"n": s.n, "mean": s.mean, "var": s.m2 / s.n, "batches": torch.stack(s.batches).sum()
+                if s.batches else torch.tensor(0)}
+
+    return fm.Metric(init=init, update=update, merge=merge, finalize=finalize, name="moments")
+
+
+def _vector_sum(n):
+    tags = fm.aggregation.SumState(total="sum", nan_count="sum")
+    return fm.Metric(init=lambda: fm.aggregation.SumState(torch.zeros(n), torch.zeros((), dtype=torch.int64)),
+                     update=lambda s, x: s, merge=merge_fields(tags), finalize=lambda s: s.total,
+                     name="vector_sum", reductions=tags)
+
+
+def _data(rank: int, updates: int):
+    g = torch.Generator().manual_seed(100 + rank)
+    return [torch.randn(int(torch.randint(0, 6, (), generator=g)), generator=g) for _ in range(updates)]
+
+
+def _states(m, world: int, updates=lambda r: r + 1):
+    out = []
+    for r in range(world):
+        s = m.init()
+        for x in _data(r, updates(r)):
+            s = m.update(s, x)
+        out.append(s)
+    return out
+
+
+def _mismatch(rank: int, make) -> str:
+    try:
+        m = make(rank)
+        reduce(m, m.init())
+    except LayoutMismatchError as err:
+        return str(err)
+    return "no error"
+
+
+def _edge_body(rank: int, world: int):
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # uncommon dtypes (folded locally), mixed-dtype chunks, a rank with no data (rank 0 does 1 update
+        # of possibly 0 rows; rank `world - 1` gets none at all)
+        odd = _odd_metric()
+        states = _states(odd, world, updates=lambda r: 0 if r == world - 1 else r + 1)
+        with count_collectives() as counts:
+            reduced = reduce(odd, states[rank])
+        out["odd"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, states)), dict(counts))
+        out["odd_dtypes"] = [x.dtype for x in fm.state.leaves(reduced)[:3]]
+        # many mixed chunks: the variable metadata overflows the fixed header (one more all_gather)
+        many = _states(odd, world, updates=lambda r: 40)
+        with count_collectives() as counts:
+            reduced = reduce(odd, many[rank])
+        out["overflow"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, many)), dict(counts))
+        # an untagged state whose tree differs per rank: gathered, then merged in rank order
+        mom = _moments_metric()
+        states = _states(mom, world)
+        with count_collectives() as counts:
+            reduced = reduce(mom, states[rank])
+        out["moments"] = (mom.finalize(reduced), mom.finalize(fm.state.fold(mom.merge, states)), dict(counts))
+        # NaN must win min/max as torch.minimum/maximum do, whatever the backend does
+        for name, make in (("max", fm.max), ("min", fm.min)):
+            m = make(nan_strategy="disable")
+            s = m.update(m.init(), torch.tensor([float("nan")]) if rank == 1 else torch.tensor([1.0, -2.0]))
+            out[f"nan_{name}"] = m.finalize(reduce(m, s))
+        # disagreements raise on every rank and leave the group usable
+        out["mismatch_config"] = _mismatch(rank, lambda r: fm.mean(nan_strategy="warn" if r else "ignore"))
+        out["mismatch_metric"] = _mismatch(rank, lambda r: fm.sum() if r == world - 1 else fm.mean())
+        out["mismatch_shape"] = _mismatch(rank, lambda r: _vector_sum(3 + (r == 1)))
+        out["mismatch_layout"] = _mismatch(rank, lambda r: _odd_metric() if r else _moments_metric())
+        m = fm.sum()
+        out["after_mismatch"] = m.finalize(reduce(m, m.update(m.init(), torch.tensor([float(rank)]))))
+        # the sampler resolves the group when iterated
+        sampler = distributed.EvalSampler(range(10))
+        out["sampler"] = (list(sampler), len(sampler))
+    return out
+
+
+@pytest.fixture(scope="module")
+def edge_results():
+    return spawn(_edge_body, 3, timeout=180)
+
+
+@pytest.mark.distributed
+def test_uncommon_dtypes_and_mixed_chunks_reduce_to_the_fold(edge_results):
+    for rank, out in enumerate(edge_results):
+        got, want, counts = out["odd"]
+        assert_values_close(got, want, 0.0, 0.0, f"rank {rank}")
+        assert out["odd_dtypes"] == [torch.bool, torch.int16, torch.float32]
+        # header + one all_reduce (float32 min) + one all_gather (bool/int16 fields and the chunks)
+        assert counts["ops"] == {"all_gather": 2, "all_reduce": 1}, counts
+
+
+@pytest.mark.distributed
+def test_metadata_longer_than_the_header_costs_one_more_gather(edge_results):
+    for rank, out in enumerate(edge_results):
+        got, want, counts = out["overflow"]
+        assert_values_close(got, want, 0.0, 0.0, f"rank {rank}")
+        assert counts["ops"] == {"all_gather": 3, "all_reduce": 1}, counts
+
+
+@pytest.mark.distributed
+def test_untagged_state_with_per_rank_structure_is_merged_in_rank_order(edge_results):
+    for rank, out in enumerate(edge_results):
+        got, want, counts = out["moments"]
+        assert_values_close(got, want, 1e-12, 0.0, f"rank {rank}")
+        assert got["batches"].item() == sum(x.numel() for r in range(3) for x in _data(r, r + 1))
+        # header + gather of the leaves + the tree specs (all_gather_object: 2 all_gathers)
+        assert counts["ops"] == {"all_gather": 4}, counts
+
+
+@pytest.mark.distributed
+def test_nan_wins_min_and_max_on_every_rank(edge_results):
+    for out in edge_results:
+        assert math.isnan(out["nan_max"].item()) and math.isnan(out["nan_min"].item())
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("scenario, names", [
+    ("mismatch_config", ["state_key: ('mean', 'ignore')", "state_key: ('mean', 'warn')"]),
+    ("mismatch_metric", ["metric: mean", "metric: sum"]),
+    ("mismatch_shape", ["state.total: sum leaf 0 torch.float32 (3,)", "(4,)"]),
+    ("mismatch_layout", ["metric: moments", "metric: odd"]),
+])
+def test_disagreeing_ranks_all_raise_naming_the_difference(edge_results, scenario, names):
+    for rank, out in enumerate(edge_results):
+        msg = out[scenario]
+        assert msg.startswith("adapters.distributed.reduce: ranks disagree"), (rank, msg)
+        for name in names:
+            assert name in msg, (rank, msg)
+
+
+@pytest.mark.distributed
+def test_the_group_still_works_after_a_mismatch(edge_results):
+    assert [out["after_mismatch"].item() for out in edge_results] == [3.0] * 3
+
+
+@pytest.mark.distributed
+def test_eval_sampler_resolves_the_group_when_iterated(edge_results):
+    shards = [out["sampler"] for out in edge_results]
+    assert shards == [([0, 1, 2], 3), ([3, 4, 5], 3), ([6, 7, 8, 9], 4)]
