@@ -469,6 +469,19 @@ class Progress:
 # ---------------------------------------------------------------- CLI
 
 
+def _json_safe(x):
+    """Strict JSON: non-finite floats become the strings "inf", "-inf", "nan"; unknown objects their str."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
+    if isinstance(x, dict):
+        return {str(k): _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    return str(x)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -579,7 +592,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     }
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+            json.dump(_json_safe(report), f, indent=1, allow_nan=False)
     if args.plot and rows:
         from benchmarks import _plot
 

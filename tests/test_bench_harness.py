@@ -108,12 +108,18 @@ def test_planted_disagreement_is_flagged(tmp_path):
         return {"fmetrics": lambda: {"a": x.sum(), "b": (x.mean(), x[:3])},
                 "torchmetrics": lambda: {"a": x.sum(), "b": (x.mean() + 0.5, x[:3])}}
 
-    rc, out, err, rep = _report(tmp_path, [], {"t/bad": _workload("t/bad", build)})
-    (row,) = rep["rows"]
+    def build_shape(quick):
+        return {"fmetrics": lambda: x, "torchmetrics": lambda: x[:5]}
+
+    w = {"t/bad": _workload("t/bad", build), "t/shape": _workload("t/shape", build_shape)}
+    rc, out, err, rep = _report(tmp_path, [], w)
+    row, shape = rep["rows"]
     assert row["status"] == "mismatch" and row["agree"] is False
     assert row["max_abs_diff"] == pytest.approx(0.5)
     assert "b[0]" in row["reason"]
     assert "MISMATCH" in out and rc == 1 and "flagged" in err
+    assert shape["status"] == "mismatch" and shape["max_abs_diff"] == "inf"  # strict JSON: no Infinity
+    assert "Infinity" not in (tmp_path / "out.json").read_text()
 
 
 def test_unknown_only_lists_workloads():
