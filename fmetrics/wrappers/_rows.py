@@ -91,9 +91,9 @@ def per_row(metric: Metric, tags, inputs: tuple, kwargs: dict):
     one = torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
 
     def leaf(tag, x, x0):
-        if tag == "cat":
+        if tag == "cat":  # None when the update appends no chunk (e.g. a wrapper's unused row field)
             new = tuple(x)[len(x0):]
-            return new[0] if len(new) == 1 else torch.cat(new, dim=1)
+            return None if not new else new[0] if len(new) == 1 else torch.cat(new, dim=1)
         return x - x0 if tag == "sum" else x
 
     return walk(leaf, tags, one, init)
@@ -107,7 +107,7 @@ def add_rows(tags, state, rows, weight: torch.Tensor):
 
     def leaf(tag, s, d):
         if tag == "cat":
-            return None if s is None else tuple(s) + (d,)
+            return None if s is None else tuple(s) + ((d,) if d is not None else ())
         if tag == "sum":
             acc = accum_dtype(d.device)
             total = torch.tensordot(weight.to(acc), d.to(acc), dims=1)
@@ -136,7 +136,8 @@ def add_rows_shared(tags, stacked, rows, weights: torch.Tensor):
     fixed = without_cat(tags, rows)
     new = torch.func.vmap(lambda s, w: add_rows(tags, s, fixed, w), in_dims=(dims, 0), out_dims=dims)(
         without_cat(tags, stacked), weights)
-    return walk(lambda tag, s, n, d: tuple(s) + (d,) if tag == "cat" else n, tags, stacked, new, rows)
+    return walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None else ())) if tag == "cat" else n,
+                tags, stacked, new, rows)
 
 
 def stack_init(metric: Metric, tags, n: int):
