@@ -31,14 +31,18 @@ Rule = tuple  # (description, valid(preds, target) -> bool mask)
 
 def elementwise_mean(
     name: str,
-    fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
     num_outputs: int,
     key: tuple,
     rule: Optional[Rule] = None,
     on_invalid: str = "error",
     post: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
 ) -> Metric:
-    """``post(sum f(p, t) / n)`` per output; ``fn`` gets float64 ``(N, D)`` preds and target.
+    """``post(sum f(p, t) / n)`` per output.
+
+    ``fn(d, p, t)`` gets ``d = p - t`` as a fresh float64 ``(N, D)`` buffer it may
+    overwrite (in-place ops keep large CPU batches free of extra temporaries)
+    and the ``(N, D)`` inputs in their own dtype (cast them with `as_acc`).
 
     With ``num_outputs == 1`` every element is a sample and the value is 0-d;
     otherwise inputs are ``(N, num_outputs)`` and the value is ``(num_outputs,)``.
@@ -54,9 +58,9 @@ def elementwise_mean(
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
-        p = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=True), state.total)
-        t = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=True), state.total)
-        values = fn(p, t)
+        p = _inputs.columns(name, preds, num_outputs, flatten=True)
+        t = _inputs.columns(name, target, num_outputs, flatten=True)
+        values = fn(_inputs.difference(p, t, state.total), p, t)
         if rule is None:
             return ElementwiseState(state.total + values.sum(0), state.count + p.shape[0], state.invalid)
         ok = rule[1](p, t)

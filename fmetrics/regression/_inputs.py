@@ -71,3 +71,12 @@ def columns(name: str, x: torch.Tensor, num_outputs: int, flatten: bool) -> torc
 def as_acc(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``x`` in the accumulator dtype of the state field ``like``."""
     return x.to(like.dtype)
+
+
+def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``a - b`` computed in the accumulator dtype of ``like``, in a fresh buffer the caller may overwrite.
+
+    Few, short-lived temporaries: on CPU a batch's buffers then stay under
+    glibc's trim threshold, so large batches do not page-fault on every update.
+    """
+    return a.to(like.dtype, copy=True).sub_(b.to(like.dtype))

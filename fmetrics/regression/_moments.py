@@ -25,9 +25,14 @@ def batch_count(x: torch.Tensor) -> torch.Tensor:
     return torch.full((), x.shape[0], dtype=torch.int64, device=x.device)
 
 
-def batch_mean(x: torch.Tensor) -> torch.Tensor:
-    """Column means of ``(N, D)`` ``x``; zeros for an empty batch (never NaN)."""
-    return x.sum(0) / max(x.shape[0], 1)
+def batch_mean(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Column means of ``(N, D)`` ``x``, accumulated in ``dtype``; zeros for an empty batch (never NaN)."""
+    return x.sum(0, dtype=dtype) / max(x.shape[0], 1)
+
+
+def centred(x: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+    """``x - mean`` in ``mean``'s dtype: a fresh buffer the caller may overwrite (one allocation)."""
+    return x.to(mean.dtype, copy=True).sub_(mean)
 
 
 def weights(n_a: torch.Tensor, n_b: torch.Tensor, dtype: torch.dtype):

@@ -55,12 +55,13 @@ def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
-        p = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=False), state.mean_target)
-        t = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=False), state.mean_target)
-        e = t - p
-        mt, me = _moments.batch_mean(t), _moments.batch_mean(e)
-        ct, ce = t - mt, e - me
-        batch = ResidualState(_moments.batch_count(t), mt, (ct * ct).sum(0), me, (ce * ce).sum(0))
+        p = _inputs.columns(name, preds, num_outputs, flatten=False)
+        t = _inputs.columns(name, target, num_outputs, flatten=False)
+        acc = state.mean_target.dtype
+        e = _inputs.difference(t, p, state.mean_target)
+        mt, me = _moments.batch_mean(t, acc), _moments.batch_mean(e, acc)
+        ct, ce = _moments.centred(t, mt), e.sub_(me)
+        batch = ResidualState(_moments.batch_count(t), mt, ct.mul_(ct).sum(0), me, ce.mul_(ce).sum(0))
         return merge(state, batch)
 
     tags = ResidualState(n=None, mean_target=None, m2_target=None, mean_error=None, m2_error=None)

@@ -22,8 +22,8 @@ def log_cosh_error(num_outputs: int = 1) -> Metric:
         tensor(0.3523, dtype=torch.float64)
     """
 
-    def log_cosh(p, t):
-        d = (p - t).abs()
+    def log_cosh(d, p, t):
+        d = d.abs_()
         return d + F.softplus(-2 * d) - math.log(2.0)
 
     return elementwise_mean("log_cosh_error", log_cosh, num_outputs, key=("log_cosh_error",))

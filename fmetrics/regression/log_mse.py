@@ -20,9 +20,9 @@ def mean_squared_log_error(num_outputs: int = 1, on_invalid: str = "error") -> M
         tensor(0.0207, dtype=torch.float64)
     """
 
-    def sq_log(p, t):
-        d = torch.log1p(p) - torch.log1p(t)
-        return d * d
+    def sq_log(d, p, t):
+        d = torch.log1p(p.to(d.dtype)) - torch.log1p(t.to(d.dtype))
+        return d.mul_(d)
 
     rule = ("preds and target must be >= 0", lambda p, t: ~((p < 0) | (t < 0)))
     return elementwise_mean("mean_squared_log_error", sq_log, num_outputs, key=("squared_log_error",),

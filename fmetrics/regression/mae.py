@@ -13,4 +13,4 @@ def mean_absolute_error(num_outputs: int = 1) -> Metric:
         >>> fmetrics.mean_absolute_error()(torch.tensor([0., 1., 2., 3.]), torch.tensor([0., 1., 2., 2.]))
         tensor(0.2500, dtype=torch.float64)
     """
-    return elementwise_mean("mean_absolute_error", lambda p, t: (p - t).abs(), num_outputs, key=("absolute_error",))
+    return elementwise_mean("mean_absolute_error", lambda d, p, t: d.abs_(), num_outputs, key=("absolute_error",))

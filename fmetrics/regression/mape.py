@@ -21,7 +21,7 @@ def mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
         tensor(0.2667, dtype=torch.float64)
     """
 
-    def ape(p, t):
-        return (p - t).abs() / torch.clamp(t.abs(), min=EPSILON)
+    def ape(d, p, t):
+        return d.abs_().div_(torch.clamp(t.to(d.dtype).abs(), min=EPSILON))
 
     return elementwise_mean("mean_absolute_percentage_error", ape, num_outputs, key=("absolute_percentage_error",))

@@ -21,8 +21,7 @@ def mean_squared_error(squared: bool = True, num_outputs: int = 1) -> Metric:
     name = "mean_squared_error" if squared else "root_mean_squared_error"
     _inputs.check_bool(name, "squared", squared)
 
-    def sq(p, t):
-        d = p - t
-        return d * d
+    def sq(d, p, t):
+        return d.mul_(d)
 
     return elementwise_mean(name, sq, num_outputs, key=("squared_error",), post=None if squared else torch.sqrt)

@@ -56,13 +56,15 @@ def normalized_root_mean_squared_error(normalization: str = "mean", num_outputs:
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
-        p = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=True), state.mean)
-        t = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=True), state.mean)
-        d = p - t
-        mean = _moments.batch_mean(t)
-        c = t - mean
-        lo, hi = (t.amin(0), t.amax(0)) if t.shape[0] else (state.min, state.max)  # shapes are metadata
-        batch = NRMSEState((d * d).sum(0), _moments.batch_count(t), mean, (c * c).sum(0), lo, hi, (t * t).sum(0))
+        p = _inputs.columns(name, preds, num_outputs, flatten=True)
+        t = _inputs.columns(name, target, num_outputs, flatten=True)
+        buf = _inputs.difference(p, t, state.mean)  # one float64 buffer, reused below
+        sse = buf.mul_(buf).sum(0)
+        mean = _moments.batch_mean(t, state.mean.dtype)
+        m2 = buf.copy_(t).sub_(mean).square_().sum(0)
+        sum_squares = buf.copy_(t).square_().sum(0)
+        lo, hi = (t.amin(0).to(state.min), t.amax(0).to(state.max)) if t.shape[0] else (state.min, state.max)
+        batch = NRMSEState(sse, _moments.batch_count(t), mean, m2, lo, hi, sum_squares)
         return _merge(state, batch)
 
     def finalize(state):

@@ -43,11 +43,13 @@ def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
-        x = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=False), state.mean_x)
-        y = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=False), state.mean_x)
-        mx, my = _moments.batch_mean(x), _moments.batch_mean(y)
-        cx, cy = x - mx, y - my
-        batch = PearsonState(_moments.batch_count(x), mx, my, (cx * cx).sum(0), (cy * cy).sum(0), (cx * cy).sum(0))
+        x = _inputs.columns(name, preds, num_outputs, flatten=False)
+        y = _inputs.columns(name, target, num_outputs, flatten=False)
+        acc = state.mean_x.dtype
+        mx, my = _moments.batch_mean(x, acc), _moments.batch_mean(y, acc)
+        cx, cy = _moments.centred(x, mx), _moments.centred(y, my)
+        c_xy = (cx * cy).sum(0)
+        batch = PearsonState(_moments.batch_count(x), mx, my, cx.mul_(cx).sum(0), cy.mul_(cy).sum(0), c_xy)
         return _merge(state, batch)
 
     tags = PearsonState(n=None, mean_x=None, mean_y=None, m2_x=None, m2_y=None, c_xy=None)

@@ -18,8 +18,8 @@ def symmetric_mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
         tensor(0.2290, dtype=torch.float64)
     """
 
-    def sape(p, t):
-        return 2 * (p - t).abs() / torch.clamp(t.abs() + p.abs(), min=EPSILON)
+    def sape(d, p, t):
+        return 2 * d.abs_() / torch.clamp(t.to(d.dtype).abs() + p.to(d.dtype).abs(), min=EPSILON)
 
     return elementwise_mean("symmetric_mean_absolute_percentage_error", sape, num_outputs,
                             key=("symmetric_absolute_percentage_error",))

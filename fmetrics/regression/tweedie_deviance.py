@@ -9,20 +9,22 @@ from fmetrics.regression._elementwise import elementwise_mean
 
 
 def _deviance(power: float):
+    """``f(d, p, t)`` for `elementwise_mean`: ``d = p - t`` (float64, may be overwritten)."""
     if power == 0:
-        return lambda p, t: (t - p) ** 2
-    if power == 1:
-        return lambda p, t: 2 * (torch.xlogy(t, t / p) + p - t)
-    if power == 2:
-        return lambda p, t: 2 * (torch.log(p / t) + t / p - 1)
+        return lambda d, p, t: d.mul_(d)
 
-    def general(p, t):
+    def deviance(d, p, t):
+        p, t = p.to(d.dtype), t.to(d.dtype)
+        if power == 1:
+            return 2 * (torch.xlogy(t, t / p) + p - t)
+        if power == 2:
+            return 2 * (torch.log(p / t) + t / p - 1)
         a = torch.clamp(t, min=0) ** (2 - power) / ((1 - power) * (2 - power))
         b = t * p ** (1 - power) / (1 - power)
         c = p ** (2 - power) / (2 - power)
         return 2 * (a - b + c)
 
-    return general
+    return deviance
 
 
 def _rule(power: float):

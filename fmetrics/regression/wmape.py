@@ -34,9 +34,10 @@ def weighted_mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
-        p = _inputs.as_acc(_inputs.columns(name, preds, num_outputs, flatten=True), state.scale)
-        t = _inputs.as_acc(_inputs.columns(name, target, num_outputs, flatten=True), state.scale)
-        return WMAPEState(state.abs_error + (p - t).abs().sum(0), state.scale + t.abs().sum(0))
+        p = _inputs.columns(name, preds, num_outputs, flatten=True)
+        t = _inputs.columns(name, target, num_outputs, flatten=True)
+        abs_error = _inputs.difference(p, t, state.scale).abs_().sum(0)
+        return WMAPEState(state.abs_error + abs_error, state.scale + t.abs().sum(0, dtype=state.scale.dtype))
 
     def finalize(state):
         value = state.abs_error / torch.clamp(state.scale, min=EPSILON)

@@ -1,0 +1,115 @@
+"""Regression workloads: 200 batches of 4096x16 (preds, target) float32 pairs (25 with --quick),
+and the rank correlations on one stream of 10^6 (Spearman) / 5000 (Kendall) pairs.
+
+fmetrics' ``init / update* / finalize`` against torchmetrics' ``update* / compute``,
+both with 16 outputs on the 4096x16 data.
+"""
+from __future__ import annotations
+
+import torch
+
+import fmetrics
+from benchmarks.registry import register
+
+ROWS, COLS = 4096, 16
+SPEARMAN_PAIRS, SPEARMAN_CHUNKS = 10**6, 10
+KENDALL_PAIRS = 5000
+
+
+def _batches(quick: bool) -> int:
+    return 25 if quick else 200
+
+
+def _samples(quick: bool) -> int:
+    return _batches(quick) * ROWS
+
+
+def _bytes(quick: bool) -> int:
+    return 2 * _batches(quick) * ROWS * COLS * 4  # preds and target, float32, one pass
+
+
+def _pairs(n_batches: int, rows: int, cols=None, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    shape = (n_batches, rows) if cols is None else (n_batches, rows, cols)
+    target = torch.randn(shape, generator=g)
+    preds = 0.8 * target + 0.6 * torch.randn(shape, generator=g)
+    return list(zip(preds.unbind(0), target.unbind(0)))
+
+
+def _fmetrics(metric: fmetrics.Metric, batches):
+    def run():
+        s = metric.init()
+        for p, t in batches:
+            s = metric.update(s, p, t)
+        return metric.finalize(s)
+
+    return run
+
+
+def _torchmetrics(cls_name: str, batches, **kwargs):
+    import torchmetrics.regression as tm
+
+    def run():
+        m = getattr(tm, cls_name)(**kwargs)
+        for p, t in batches:
+            m.update(p, t)
+        return m.compute()
+
+    return run
+
+
+def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, **kwargs):
+    @register(f"regression/{name}", domain="regression", samples=_samples, bytes=_bytes,
+              peers=("torchmetrics",), description=doc)
+    def build(quick: bool):
+        batches = _pairs(_batches(quick), ROWS, COLS)
+        runs = {"fmetrics": _fmetrics(factory(**kwargs), batches)}
+        try:
+            runs["torchmetrics"] = _torchmetrics(tm_class, batches, **(tm_kwargs or {}))
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+_workload("mean_squared_error", fmetrics.mean_squared_error, "MeanSquaredError",
+          "MSE per output of 4096x16 batches vs MeanSquaredError(num_outputs=16)",
+          tm_kwargs={"num_outputs": COLS}, num_outputs=COLS)
+_workload("mean_absolute_error", fmetrics.mean_absolute_error, "MeanAbsoluteError",
+          "MAE per output of 4096x16 batches vs MeanAbsoluteError(num_outputs=16)",
+          tm_kwargs={"num_outputs": COLS}, num_outputs=COLS)
+_workload("pearson_corrcoef", fmetrics.pearson_corrcoef, "PearsonCorrCoef",
+          "Pearson r of 16 outputs, 4096x16 batches, vs PearsonCorrCoef(num_outputs=16)",
+          tm_kwargs={"num_outputs": COLS}, num_outputs=COLS)
+_workload("r2_score", fmetrics.r2_score, "R2Score",
+          "R2 (uniform average of 16 outputs), 4096x16 batches, vs R2Score", num_outputs=COLS)
+
+
+@register("regression/spearman_corrcoef", domain="regression",
+          samples=lambda quick: SPEARMAN_PAIRS // (10 if quick else 1),
+          bytes=lambda quick: 2 * 4 * SPEARMAN_PAIRS // (10 if quick else 1), peers=("torchmetrics",))
+def spearman(quick: bool):
+    """Spearman rho of 10^6 pairs in 10 chunks (10^5 with --quick) vs SpearmanCorrCoef."""
+    n = SPEARMAN_PAIRS // (10 if quick else 1)
+    batches = _pairs(SPEARMAN_CHUNKS, n // SPEARMAN_CHUNKS)
+    runs = {"fmetrics": _fmetrics(fmetrics.spearman_corrcoef(), batches)}
+    try:
+        runs["torchmetrics"] = _torchmetrics("SpearmanCorrCoef", batches)
+    except ImportError:
+        pass
+    return runs
+
+
+@register("regression/kendall_rank_corrcoef", domain="regression",
+          samples=lambda quick: KENDALL_PAIRS // (5 if quick else 1), peers=("torchmetrics",))
+def kendall(quick: bool):
+    """Kendall tau-b of 5000 pairs with ties (1000 with --quick) vs KendallRankCorrCoef (O(n^2))."""
+    n = KENDALL_PAIRS // (5 if quick else 1)
+    batches = [(torch.round(p * 4), torch.round(t * 4)) for p, t in _pairs(5, n // 5)]
+    runs = {"fmetrics": _fmetrics(fmetrics.kendall_rank_corrcoef(), batches)}
+    try:
+        runs["torchmetrics"] = _torchmetrics("KendallRankCorrCoef", batches)
+    except ImportError:
+        pass
+    return runs
