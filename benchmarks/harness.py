@@ -7,8 +7,8 @@ round so that no contender always runs on a warm or a cold cache -- and
 reports the median time and its spread (interquartile range).
 
 Each workload gets a share of a global time budget (under two minutes for
-``--quick``, twenty for the full run); the number of rounds is chosen from the
-warm-up time to fit that share, between a minimum and a maximum.
+``--quick``, twenty for the full run) and runs rounds until its share is
+spent, between a minimum and a maximum number (see `Budget`).
 """
 from __future__ import annotations
 
@@ -417,9 +417,7 @@ def format_table(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         base = r["baseline"]
-        note = _fmt_extra(r) if r["status"] in ("ok",) else (r["reason"] or "")
-        if r["status"] == "mismatch":
-            note = "; ".join(x for x in (r["reason"], _fmt_extra(r)) if x)
+        note = "; ".join(x for x in (r["reason"], _fmt_extra(r)) if x)
         lines.append((
             r["workload"],
             r["peer"] or "-",
@@ -444,6 +442,8 @@ def format_table(rows: list[dict]) -> str:
 class Progress:
     """One status line on stderr: rewritten in place on a terminal, one line per workload otherwise."""
 
+    WIDTH = 100
+
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -455,14 +455,13 @@ class Progress:
 
     def step(self, msg: str):
         if self.tty:
-            line = f"{self.prefix}  {msg}"[:119]
-            self.stream.write("\r" + line.ljust(119))
+            self.stream.write("\r" + f"{self.prefix}  {msg}"[:self.WIDTH].ljust(self.WIDTH))
             self.stream.flush()
 
     def done(self, seconds: float, rows: list[dict]):
         flags = sorted({r["status"] for r in rows} - {"ok"})
         line = f"{self.prefix}  {seconds:.1f} s" + (f"  ({', '.join(flags)})" if flags else "")
-        self.stream.write(("\r" + line.ljust(119) + "\n") if self.tty else line + "\n")
+        self.stream.write(("\r" + line.ljust(self.WIDTH) + "\n") if self.tty else line + "\n")
         self.stream.flush()
 
 
