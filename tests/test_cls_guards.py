@@ -1,0 +1,233 @@
+"""Counting classification metrics: bad input, value checks at finalize, inputs as users pass them, edge cases."""
+import numpy as np
+import pytest
+import torch
+import torchmetrics.functional.classification as tmf
+from sklearn import metrics as skm
+
+import fmetrics as fm
+from fmetrics.classification import _format
+
+# ------------------------------------------------------------------ value rules: counted in update, raised in finalize
+
+
+def test_out_of_range_target_labels_raise_at_finalize_with_the_count():
+    m = fm.multiclass_accuracy(3)
+    s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 7, -2, 1]))  # no raise here
+    with pytest.raises(ValueError, match=r"multiclass_accuracy: 2 input entries broke the rule: target"):
+        m.finalize(s)
+
+
+@pytest.mark.parametrize("metric,preds,target,rule", [
+    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([2, 1]), "1 input entry broke the rule: target"),
+    (fm.binary_f1_score(), torch.tensor([3, 1]), torch.tensor([0, 1]), "integer preds"),
+    (fm.binary_f1_score(), torch.tensor([0.5, float("nan")]), torch.tensor([0, 1]), "NaN"),
+    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([0.5, 1.0]), "target"),
+    (fm.multiclass_precision(3), torch.tensor([5, 1]), torch.tensor([0, 1]), "integer preds"),
+    (fm.multiclass_confusion_matrix(3), torch.tensor([[0.1, float("nan"), 0.2]]), torch.tensor([0]), "NaN"),
+    (fm.multilabel_recall(2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target"),
+    (fm.multiclass_exact_match(3), torch.tensor([0, 1]), torch.tensor([0, 3]), "target"),
+])
+def test_value_rules_raise_in_finalize(metric, preds, target, rule):
+    s = metric.update(metric.init(), preds, target)
+    with pytest.raises(ValueError, match=rule):
+        metric.finalize(s)
+
+
+def test_invalid_entries_are_dropped_and_valid_ones_kept():
+    m = fm.multiclass_stat_scores(3, average="micro")
+    s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
+    assert s.invalid.tolist() == [1, 0, 0]
+    assert s.counts[0].sum().item() == 3  # three correct, valid entries counted
+
+
+def test_bad_group_ids_raise_at_finalize():
+    m = fm.binary_fairness(2)
+    s = m.update(m.init(), torch.tensor([0.9, 0.1]), torch.tensor([1, 0]), torch.tensor([0, 5]))
+    with pytest.raises(ValueError, match="1 input entry broke the rule: groups"):
+        m.finalize(s)
+
+
+# ------------------------------------------------------------------ eager errors naming metric and argument
+
+
+def test_num_classes_smaller_than_logits_width_raises_at_once():
+    m = fm.multiclass_accuracy(3)
+    with pytest.raises(ValueError, match=r"multiclass_accuracy: argument `num_classes` expected the width of preds' class axis 4, got 3"):
+        m.update(m.init(), torch.randn(5, 4), torch.randint(0, 3, (5,)))
+
+
+@pytest.mark.parametrize("make,arg", [
+    (lambda: fm.multiclass_accuracy(5, average="mean"), "average"),
+    (lambda: fm.multilabel_f1_score(3, average="samples"), "average"),
+    (lambda: fm.binary_accuracy(threshold=1.5), "threshold"),
+    (lambda: fm.binary_accuracy(multidim_average="per_sample"), "multidim_average"),
+    (lambda: fm.multiclass_accuracy(5, top_k=6), "top_k"),
+    (lambda: fm.multiclass_accuracy(5, top_k=0), "top_k"),
+    (lambda: fm.multiclass_accuracy(1), "num_classes"),
+    (lambda: fm.multilabel_accuracy(None), "num_labels"),
+    (lambda: fm.binary_precision(zero_division=0.5), "zero_division"),
+    (lambda: fm.binary_fbeta_score(beta=0.0), "beta"),
+    (lambda: fm.binary_confusion_matrix(normalize="rows"), "normalize"),
+    (lambda: fm.multiclass_cohen_kappa(3, weights="cubic"), "weights"),
+    (lambda: fm.binary_accuracy(ignore_index=0.5), "ignore_index"),
+    (lambda: fm.accuracy(task="multiclass"), "num_classes"),
+    (lambda: fm.accuracy(task="multilabel"), "num_labels"),
+    (lambda: fm.accuracy(task="regression"), "task"),
+    (lambda: fm.cohen_kappa(task="multilabel"), "task"),
+    (lambda: fm.exact_match(task="binary"), "task"),
+    (lambda: fm.binary_fairness(2, task="parity"), "task"),
+    (lambda: fm.binary_groups_stat_rates(0), "num_groups"),
+])
+def test_bad_configuration_raises_value_error_naming_metric_and_argument(make, arg):
+    with pytest.raises(ValueError, match=rf"argument `{arg}` expected"):
+        make()
+
+
+@pytest.mark.parametrize("metric,preds,target,arg", [
+    (fm.binary_accuracy(), torch.rand(4), torch.randint(0, 2, (5,)), "target"),
+    (fm.binary_accuracy(), torch.rand(4, 2), torch.randint(0, 2, (4, 3)), "target"),
+    (fm.multilabel_accuracy(3), torch.rand(4, 2), torch.randint(0, 2, (4, 2)), "preds"),
+    (fm.multilabel_accuracy(3), torch.rand(4, 3), torch.randint(0, 2, (4, 2)), "target"),
+    (fm.multiclass_accuracy(3), torch.rand(4, 3, 2), torch.randint(0, 3, (4, 5)), "target"),
+    (fm.multiclass_accuracy(3), torch.randint(0, 3, (4,)), torch.randint(0, 3, (5,)), "preds"),
+    (fm.multiclass_accuracy(3, top_k=2), torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)), "preds"),
+    (fm.binary_accuracy(multidim_average="samplewise"), torch.rand(4), torch.randint(0, 2, (4,)), "preds"),
+    (fm.binary_accuracy(), torch.rand(4).to(torch.complex64), torch.randint(0, 2, (4,)), "preds"),
+    (fm.binary_accuracy(), [0.1, 0.9], torch.randint(0, 2, (2,)), "preds"),
+    (fm.binary_accuracy(), torch.tensor(0.5), torch.tensor(1), "preds"),
+])
+def test_bad_inputs_raise_value_error_naming_metric_and_argument(metric, preds, target, arg):
+    with pytest.raises(ValueError, match=rf"{metric.name}: argument `{arg}` expected"):
+        metric.update(metric.init(), preds, target)
+
+
+def test_a_rejected_batch_loses_nothing_already_accumulated():
+    m = fm.multiclass_f1_score(3)
+    p, t = torch.randn(10, 3), torch.randint(0, 3, (10,))
+    s = m.update(m.init(), p, t)
+    before = m.finalize(s)
+    with pytest.raises(ValueError):
+        m.update(s, torch.randn(4, 5), torch.randint(0, 3, (4,)))
+    torch.testing.assert_close(m.finalize(m.update(s, p[:0], t[:0])), before)
+
+
+# ------------------------------------------------------------------ inputs as users pass them
+
+
+def test_binary_input_forms_agree():
+    g = torch.Generator().manual_seed(0)
+    t = torch.randint(0, 2, (50,), generator=g)
+    logits = torch.randn(50, generator=g) * 3
+    probs = torch.sigmoid(logits)
+    labels = (probs > 0.5).long()
+    want = skm.f1_score(t.numpy(), labels.numpy())
+    m = fm.binary_f1_score()
+    for p, tt in ((logits, t), (probs, t), (labels, t), (labels.bool(), t.bool()), (logits.unsqueeze(1), t),
+                  (logits, t.unsqueeze(1)), (probs, t.float()), (logits.double(), t.int())):
+        assert abs(float(m(p, tt)) - want) < 1e-12
+
+
+def test_logits_detected_per_batch_without_host_sync():
+    # -1.0 is outside [0, 1]: the whole batch is logits, so 0.6 -> sigmoid(0.6) = 0.646 > 0.5
+    assert fm.binary_stat_scores()(torch.tensor([-1.0, 0.6, 0.4]), torch.tensor([0, 1, 1])).tolist() == \
+        [2, 0, 1, 0, 2]
+    # all inside [0, 1]: probabilities; 0.4 is negative
+    assert fm.binary_stat_scores()(torch.tensor([0.0, 0.6, 0.4]), torch.tensor([0, 1, 1])).tolist() == \
+        [1, 0, 1, 1, 2]
+    flag = _format.logits_flag(torch.tensor([0.2, 1.5]))
+    assert isinstance(flag, torch.Tensor) and flag.dim() == 0
+
+
+def test_multiclass_target_column_and_extra_dims():
+    g = torch.Generator().manual_seed(1)
+    p = torch.randn(30, 4, generator=g)
+    t = torch.randint(0, 4, (30,), generator=g)
+    m = fm.multiclass_accuracy(4, average="micro")
+    torch.testing.assert_close(m(p, t.unsqueeze(1)), m(p, t))
+    p3 = torch.randn(6, 4, 5, generator=g)
+    t3 = torch.randint(0, 4, (6, 5), generator=g)
+    torch.testing.assert_close(m(p3, t3), m(p3.movedim(1, -1).reshape(-1, 4), t3.reshape(-1)))
+
+
+# ------------------------------------------------------------------ nasty cases vs the oracle
+
+
+def test_tied_scores_take_the_first_class_like_argmax():
+    p = torch.tensor([[0.3, 0.3, 0.1], [0.2, 0.4, 0.4], [0.5, 0.5, 0.5]])
+    t = torch.tensor([1, 2, 0])
+    got = fm.multiclass_confusion_matrix(3)(p, t)
+    assert got.tolist() == skm.confusion_matrix(t.numpy(), np.argmax(p.numpy(), 1), labels=[0, 1, 2]).tolist()
+    # a probability exactly at the threshold is negative (strict >), as in torchmetrics
+    assert fm.binary_stat_scores(threshold=0.5)(torch.tensor([0.5]), torch.tensor([1])).tolist() == [0, 0, 0, 1, 1]
+
+
+def test_classes_absent_from_all_data_leave_the_macro_average():
+    g = torch.Generator().manual_seed(2)
+    p = torch.randint(0, 3, (40,), generator=g)
+    t = torch.randint(0, 3, (40,), generator=g)
+    for metric, sk in ((fm.multiclass_precision, skm.precision_score), (fm.multiclass_recall, skm.recall_score),
+                       (fm.multiclass_f1_score, skm.f1_score)):
+        got = float(metric(8, average="macro")(p, t))
+        want = sk(t.numpy(), p.numpy(), labels=[0, 1, 2], average="macro", zero_division=0)
+        assert abs(got - want) < 1e-12
+        got_none = metric(8, average=None)(p, t)
+        assert got_none.shape == (8,) and torch.all(got_none[3:] == 0)
+
+
+@pytest.mark.parametrize("zero_division", [0, 1])
+def test_all_negative_binary_targets(zero_division):
+    p = torch.tensor([0.1, 0.2, 0.3])
+    t = torch.zeros(3, dtype=torch.long)
+    for metric, sk in ((fm.binary_precision, skm.precision_score), (fm.binary_recall, skm.recall_score),
+                       (fm.binary_f1_score, skm.f1_score)):
+        got = float(metric(zero_division=zero_division)(p, t))
+        assert got == sk(t.numpy(), (p > 0.5).long().numpy(), zero_division=zero_division)
+    assert float(fm.binary_specificity()(p, t)) == 1.0
+    assert float(fm.binary_matthews_corrcoef()(p, t)) == float(tmf.binary_matthews_corrcoef(p, t))
+
+
+def test_single_sample():
+    p, t = torch.tensor([[0.1, 0.7, 0.2]]), torch.tensor([1])
+    assert float(fm.multiclass_accuracy(3)(p, t)) == 1.0
+    assert float(fm.multiclass_f1_score(3, average="micro")(p, t)) == 1.0
+    assert fm.multiclass_confusion_matrix(3)(p, t).sum() == 1
+    assert float(fm.binary_accuracy()(torch.tensor([0.8]), torch.tensor([0]))) == 0.0
+
+
+def test_batch_entirely_ignore_index_changes_nothing():
+    g = torch.Generator().manual_seed(3)
+    p = torch.randn(20, 4, generator=g)
+    # (exact match is the exception: as in torchmetrics, ignored positions count as matched)
+    for m in (fm.multiclass_f1_score(4, ignore_index=-1), fm.multiclass_confusion_matrix(4, ignore_index=-1),
+              fm.multilabel_precision(4, ignore_index=-1)):
+        t = torch.randint(0, 2, (20, 4), generator=g) if m.name.startswith("multilabel") else \
+            torch.randint(0, 4, (20,), generator=g)
+        s = m.update(m.init(), p, t)
+        shape = (7, 4) if m.name.startswith("multilabel") else (7,)
+        s2 = m.update(s, torch.randn(7, 4, generator=g), torch.full(shape, -1))
+        torch.testing.assert_close(m.finalize(s2), m.finalize(s))
+    m = fm.binary_recall(ignore_index=255)
+    s = m.update(m.init(), torch.rand(5), torch.full((5,), 255))
+    assert float(m.finalize(s)) == 0.0 and int(s.counts.sum()) == 0
+
+
+def test_empty_batch_and_no_data():
+    m = fm.multiclass_accuracy(3)
+    s = m.update(m.init(), torch.zeros(0, 3), torch.zeros(0, dtype=torch.long))
+    assert int(s.counts.sum()) == 0
+    assert float(m.finalize(s)) == 0.0
+    sw = fm.binary_accuracy(multidim_average="samplewise")
+    assert sw.finalize(sw.init()).shape == (0,)
+
+
+@pytest.mark.parametrize("preds,target", [
+    ([1, 1, 0, 0], [1, 1, 0, 0]),  # all right
+    ([1, 1, 0, 0], [0, 0, 1, 1]),  # all wrong
+    ([1, 1, 1, 1], [1, 0, 1, 0]),  # constant predictions
+    ([0, 0, 0, 0], [0, 0, 0, 0]),  # one class only
+    ([1, 1, 1, 1], [1, 1, 1, 1]),
+])
+def test_matthews_degenerate_matrices_match_torchmetrics(preds, target):
+    p, t = torch.tensor(preds), torch.tensor(target)
+    assert abs(float(fm.binary_matthews_corrcoef()(p, t)) - float(tmf.binary_matthews_corrcoef(p, t))) < 1e-6
