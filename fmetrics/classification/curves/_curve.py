@@ -1,0 +1,133 @@
+"""Curve arithmetic shared by the curve metrics (runs in ``finalize``; syncs are allowed).
+
+A column's `Counts` hold, for each threshold ``t``, the false and true
+positives ``fps(t), tps(t)`` among the entries with ``score >= t``:
+
+* exact -- the thresholds are the distinct scores in decreasing order (one
+  sort; ties share a threshold, as in scikit-learn's ``_binary_clf_curve``),
+  the counts are cumulative sums at the last entry of each run of equal scores;
+* binned -- the user's thresholds in the given order.
+
+`roc` and `pr` follow torchmetrics' conventions for both kinds (the exact ROC
+starts at ``(0, 0)`` with threshold 1; the PR curve ends at precision 1,
+recall 0). Values are float64.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import torch
+
+
+class Counts(NamedTuple):
+    fps: torch.Tensor  # int64 (M,)
+    tps: torch.Tensor  # int64 (M,)
+    thr: torch.Tensor  # (M,)
+    pos: torch.Tensor  # int64 0-d: positives in the column
+    neg: torch.Tensor  # int64 0-d: negatives
+    exact: bool
+
+
+def exact_counts(scores: torch.Tensor, labels: torch.Tensor) -> Counts:
+    """`Counts` at every distinct score (``labels``: bool), sorted once."""
+    n = scores.numel()
+    values, order = torch.sort(scores, descending=True)
+    tps_all = torch.cumsum(labels[order], 0, dtype=torch.int64)
+    ends = torch.nonzero(values[1:] != values[:-1]).reshape(-1)
+    ends = torch.cat([ends, torch.full((min(n, 1),), n - 1, dtype=ends.dtype, device=ends.device)])
+    tps = tps_all[ends]
+    pos = tps_all[-1] if n else torch.zeros((), dtype=torch.int64)
+    return Counts(ends + 1 - tps, tps, values[ends], pos, n - pos, True)
+
+
+def divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0) -> torch.Tensor:
+    """float64 ``num / den`` with ``zero_division`` where ``den == 0``."""
+    num, den = num.double(), torch.as_tensor(den, dtype=torch.float64, device=num.device)
+    return torch.where(den != 0, num / torch.where(den != 0, den, 1.0), zero_division)
+
+
+def _warn(name: str, what: str) -> None:
+    warnings.warn(f"{name}: no {what} samples in target; {what[:3]} rates are meaningless and set to 0",
+                  UserWarning, stacklevel=4)
+
+
+def roc(c: Counts, name: str = "roc"):
+    """``(fpr, tpr, thresholds)``: exact with a leading ``(0, 0)`` at threshold 1; binned in reversed order."""
+    if not c.exact:
+        return divide(c.fps, c.neg).flip(0), divide(c.tps, c.pos).flip(0), c.thr.flip(0)
+    zero = torch.zeros(1, dtype=torch.int64, device=c.fps.device)
+    fps, tps = torch.cat([zero, c.fps]), torch.cat([zero, c.tps])
+    thr = torch.cat([torch.ones(1, dtype=c.thr.dtype, device=c.thr.device), c.thr])
+    if int(c.neg) == 0:
+        _warn(name, "negative")
+    if int(c.pos) == 0:
+        _warn(name, "positive")
+    return divide(fps, c.neg), divide(tps, c.pos), thr
+
+
+def pr(c: Counts, name: str = "precision_recall_curve"):
+    """``(precision, recall, thresholds)`` with the final point ``(1, 0)``; exact thresholds increase."""
+    one = torch.ones(1, dtype=torch.float64, device=c.fps.device)
+    if not c.exact:
+        nan = float("nan")
+        precision = divide(c.tps, c.tps + c.fps, nan)
+        recall = divide(c.tps, c.pos, nan)
+        return torch.cat([precision, one]), torch.cat([recall, one * 0]), c.thr
+    precision = divide(c.tps, c.tps + c.fps)
+    if int(c.pos) == 0:
+        warnings.warn(f"{name}: no positive samples in target; recall is undefined and set to 1",
+                      UserWarning, stacklevel=3)
+        recall = torch.ones_like(precision)
+    else:
+        recall = divide(c.tps, c.pos)
+    return torch.cat([precision.flip(0), one]), torch.cat([recall.flip(0), one * 0]), c.thr.flip(0)
+
+
+def auc(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Trapezoidal area under ``y(x)`` (``x`` monotone), float64."""
+    if x.numel() < 2:
+        return torch.zeros((), dtype=torch.float64, device=x.device)
+    return torch.trapezoid(y.double(), x.double())
+
+
+def average_precision(precision: torch.Tensor, recall: torch.Tensor) -> torch.Tensor:
+    """``sum_n (R_n - R_{n+1}) P_n`` over a PR curve (NaN points count as 0)."""
+    precision, recall = torch.nan_to_num(precision, nan=0.0), torch.nan_to_num(recall, nan=0.0)
+    return -torch.sum((recall[1:] - recall[:-1]) * precision[:-1])
+
+
+def interp(x: torch.Tensor, xp: torch.Tensor, fp: torch.Tensor) -> torch.Tensor:
+    """Piecewise-linear ``fp(xp)`` at ``x`` extended linearly past the ends (torchmetrics' ``interp``)."""
+    if xp.numel() < 2:  # a curve of one point (no data): constant
+        return fp[:1].expand(x.shape) if fp.numel() else torch.zeros_like(x, dtype=torch.float64)
+    slope = divide(fp[1:] - fp[:-1], xp[1:] - xp[:-1])
+    offset = fp[:-1] - slope * xp[:-1]
+    if bool((xp[1:] >= xp[:-1]).all()):
+        idx = torch.searchsorted(xp.contiguous(), x.contiguous(), right=True) - 1
+    else:  # not monotone (precision): count the points at or below x, as torchmetrics does
+        idx = (x[:, None] >= xp[None, :]).sum(1) - 1
+    idx = idx.clamp(0, max(slope.numel() - 1, 0))
+    return slope[idx] * x + offset[idx]
+
+
+def reduce(values: torch.Tensor, average: str, weights: torch.Tensor, name: str) -> torch.Tensor:
+    """Per-column ``values`` -> ``"none"`` (as is), ``"macro"`` (mean) or ``"weighted"`` (by positives).
+
+    NaN columns are left out of the mean with a warning (torchmetrics' rule).
+    """
+    if average == "none":
+        return values
+    ok = ~torch.isnan(values)
+    if not bool(ok.all()):
+        warnings.warn(f"{name}: the score of one or more columns is NaN; they are left out of the "
+                      f"{average} average", UserWarning, stacklevel=3)
+    if average == "macro":
+        return values[ok].mean()
+    w = weights.double()[ok]
+    return (values[ok] * divide(w, w.sum())).sum()
+
+
+def stack(columns: list, exact: bool):
+    """Per-column results: a list (exact: columns differ in length) or a stacked tensor (binned)."""
+    return list(columns) if exact else torch.stack(list(columns))

@@ -1,0 +1,92 @@
+"""AUROC: the area under the ROC curve (trapezoidal), with McClish's standardized partial AUC for ``max_fpr``."""
+from __future__ import annotations
+
+import torch
+
+from fmetrics import validation
+from fmetrics.classification.curves import _curve
+from fmetrics.classification.curves._scores import check_average, family
+from fmetrics.classification.curves.roc import check_task
+from fmetrics.metric import Metric
+
+__all__ = ["binary_auroc", "multiclass_auroc", "multilabel_auroc", "auroc"]
+
+
+def _partial(fpr: torch.Tensor, tpr: torch.Tensor, max_fpr: float) -> torch.Tensor:
+    """``0.5 * (1 + (A - m) / (M - m))`` with ``A`` the area up to ``max_fpr``, ``M = max_fpr``, ``m = M^2 / 2``."""
+    stop = int(torch.searchsorted(fpr, torch.tensor([max_fpr], dtype=fpr.dtype, device=fpr.device), right=True))
+    w = (max_fpr - fpr[stop - 1]) / (fpr[stop] - fpr[stop - 1])
+    y = torch.lerp(tpr[stop - 1], tpr[stop], w)
+    area = _curve.auc(torch.cat([fpr[:stop], fpr.new_tensor([max_fpr])]), torch.cat([tpr[:stop], y.reshape(1)]))
+    low = 0.5 * max_fpr ** 2
+    return 0.5 * (1 + (area - low) / (max_fpr - low))
+
+
+def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
+    fpr, tpr, _ = _curve.roc(counts, name)
+    if max_fpr is None or max_fpr == 1 or not bool(fpr.sum() > 0) or not bool(tpr.sum() > 0):
+        return _curve.auc(fpr, tpr)
+    return _partial(fpr, tpr, max_fpr)
+
+
+def multi_auroc(fam, state, average: str) -> torch.Tensor:
+    fam.warn_if_hard(state)
+    if average == "micro":
+        return column_auroc(fam.pooled(state), fam.name)
+    counts = fam.counts(state)
+    values = torch.stack([column_auroc(c, fam.name) for c in counts])
+    return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
+
+
+def binary_auroc(max_fpr=None, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+    """Area under the ROC curve, ``P(score_pos > score_neg) + P(tie) / 2`` when exact.
+
+    ``max_fpr`` in (0, 1]: the McClish-standardized partial AUC up to that
+    false positive rate (scikit-learn's ``roc_auc_score(max_fpr=...)``).
+    Hard 0/1 predictions trigger a warning at ``finalize``. With no positives
+    or no negatives the ROC rates are 0 (torchmetrics), so the area is 0.
+
+    Example::
+
+        >>> fmetrics.binary_auroc()(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1]))
+        tensor(0.7500, dtype=torch.float64)
+    """
+    name = "binary_auroc"
+    if max_fpr is not None and (isinstance(max_fpr, bool) or not isinstance(max_fpr, (int, float))
+                                or not 0 < max_fpr <= 1):
+        raise validation.fail(name, "max_fpr", "None or a float in (0, 1]", repr(max_fpr))
+    fam = family(name, "binary", 1, thresholds, ignore_index, validate_args)
+
+    def finalize(state):
+        fam.warn_if_hard(state)
+        return column_auroc(fam.counts(state)[0], name, None if max_fpr is None else float(max_fpr))
+
+    return fam.metric(finalize)
+
+
+def multiclass_auroc(num_classes, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+    """One-vs-rest AUROC per class, reduced by ``average`` (``"macro"``, ``"weighted"`` by support, ``"none"``).
+
+    A class absent from target scores 0 (torchmetrics) and counts in the macro mean.
+    """
+    fam = family("multiclass_auroc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
+    average = check_average(fam.name, average, ("macro", "weighted", "none"))
+    return fam.metric(lambda state: multi_auroc(fam, state, average))
+
+
+def multilabel_auroc(num_labels, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+    """AUROC per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
+    fam = family("multilabel_auroc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
+    average = check_average(fam.name, average, ("micro", "macro", "weighted", "none"))
+    return fam.metric(lambda state: multi_auroc(fam, state, average))
+
+
+def auroc(task, thresholds=None, num_classes=None, num_labels=None, average="macro", max_fpr=None,
+          ignore_index=None, validate_args=True) -> Metric:
+    """Task facade for AUROC."""
+    task = check_task("auroc", task)
+    if task == "binary":
+        return binary_auroc(max_fpr, thresholds, ignore_index, validate_args)
+    if task == "multiclass":
+        return multiclass_auroc(num_classes, average, thresholds, ignore_index, validate_args)
+    return multilabel_auroc(num_labels, average, thresholds, ignore_index, validate_args)

@@ -1,0 +1,118 @@
+"""Calibration error: the gap between confidence and accuracy over equal-width confidence bins.
+
+With ``n_bins`` bins over [0, 1] (a confidence of exactly 1 gets a bin of
+its own, as in torchmetrics), ``acc_b`` and ``conf_b`` the mean accuracy and
+confidence in bin ``b`` and ``p_b`` its share of the samples:
+
+* ``"l1"``  (expected calibration error) -- ``sum_b p_b |acc_b - conf_b|``
+* ``"l2"``  (root mean square)            -- ``sqrt(sum_b p_b (acc_b - conf_b)^2)``
+* ``"max"`` (maximum calibration error)   -- ``max_b |acc_b - conf_b|``
+
+Binary: the confidence is the positive-class probability and the accuracy
+the 0/1 target; multiclass: the top probability and whether its class is the
+target. The state is three sums per bin, so memory is O(n_bins).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.classification import _format
+from fmetrics.classification.curves._scores import _as_scores, _if_logits
+from fmetrics.classification.curves.roc import check_task
+from fmetrics.metric import Metric
+from fmetrics.state import merge_fields
+
+__all__ = ["binary_calibration_error", "multiclass_calibration_error", "calibration_error"]
+
+NORMS = ("l1", "l2", "max")
+
+
+class CalibrationState(NamedTuple):
+    count: torch.Tensor  # int64 (n_bins + 1,)
+    confidence: torch.Tensor  # float64 (n_bins + 1,): sum of confidences per bin
+    accuracy: torch.Tensor  # float64 (n_bins + 1,): sum of accuracies per bin
+    invalid: torch.Tensor  # int64 (3,)
+
+
+def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_args) -> Metric:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
+        raise validation.fail(name, "n_bins", "an integer >= 1", repr(n_bins))
+    validation.check_policy(name, "norm", norm, NORMS)
+    _format.check_ignore_index(name, ignore_index)
+    if task == "multiclass":
+        _format.check_num(name, "num_classes", num)
+
+    def init():
+        zeros = torch.zeros(n_bins + 1, dtype=torch.float64)
+        return CalibrationState(torch.zeros(n_bins + 1, dtype=torch.int64), zeros, zeros.clone(),
+                                torch.zeros(3, dtype=torch.int64))
+
+    def update(state, preds, target):
+        if task == "binary":
+            f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
+            keep = f.keep.reshape(-1)
+            conf = _if_logits(_as_scores(name, f.preds).reshape(-1), keep, torch.sigmoid)
+            acc = f.target.reshape(-1)
+        else:
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)
+            if not f.preds.is_floating_point():
+                raise validation.fail(name, "preds", "float scores of shape (N, C, ...)", tuple(preds.shape))
+            keep = f.keep.reshape(-1)
+            probs = _if_logits(f.preds.movedim(1, -1).reshape(-1, num).float(), keep[:, None], lambda x: x.softmax(1))
+            conf, top = probs.max(1)
+            acc = top == f.target.reshape(-1)
+        edges = torch.linspace(0, 1, n_bins + 1, dtype=conf.dtype, device=conf.device)
+        bins = (torch.bucketize(conf, edges, right=True) - 1).clamp(0, n_bins)
+        w = keep.double()
+        return CalibrationState(
+            state.count + torch.zeros_like(state.count).scatter_add(0, bins, keep.long()),
+            state.confidence + torch.zeros_like(state.confidence).scatter_add(0, bins, conf.double() * w),
+            state.accuracy + torch.zeros_like(state.accuracy).scatter_add(0, bins, acc.double() * w),
+            state.invalid + f.invalid,
+        )
+
+    def finalize(state):
+        if validate_args:
+            _format.report(name, state.invalid)
+        count = state.count.double()
+        gap = torch.nan_to_num(state.accuracy / count) - torch.nan_to_num(state.confidence / count)
+        share = count / count.sum()
+        if norm == "l1":
+            return torch.sum(gap.abs() * share)
+        if norm == "max":
+            return gap.abs().max()
+        return torch.sqrt(torch.sum(gap ** 2 * share).clamp(min=0))
+
+    tags = CalibrationState(count="sum", confidence="sum", accuracy="sum", invalid="sum")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
+                  state_key=("calibration", task, num, n_bins, ignore_index, validate_args), reductions=tags)
+
+
+def binary_calibration_error(n_bins=15, norm="l1", ignore_index=None, validate_args=True) -> Metric:
+    """Calibration error of positive-class probabilities (logits get a sigmoid), see the module docstring.
+
+    Example::
+
+        >>> fmetrics.binary_calibration_error(n_bins=2)(torch.tensor([0.25, 0.25, 0.75, 0.75]),
+        ...                                             torch.tensor([0, 1, 1, 1]))
+        tensor(0.2500, dtype=torch.float64)
+    """
+    return _make("binary_calibration_error", "binary", 1, n_bins, norm, ignore_index, validate_args)
+
+
+def multiclass_calibration_error(num_classes, n_bins=15, norm="l1", ignore_index=None,
+                                 validate_args=True) -> Metric:
+    """Calibration error of the top-class probability (logits get a softmax), see the module docstring."""
+    return _make("multiclass_calibration_error", "multiclass", num_classes, n_bins, norm, ignore_index,
+                 validate_args)
+
+
+def calibration_error(task, n_bins=15, norm="l1", num_classes=None, ignore_index=None, validate_args=True) -> Metric:
+    """Task facade (``"binary"`` or ``"multiclass"``) for the calibration error."""
+    task = check_task("calibration_error", task, ("binary", "multiclass"))
+    if task == "binary":
+        return binary_calibration_error(n_bins, norm, ignore_index, validate_args)
+    return multiclass_calibration_error(num_classes, n_bins, norm, ignore_index, validate_args)

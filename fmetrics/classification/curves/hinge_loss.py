@@ -1,0 +1,102 @@
+"""Hinge loss: the mean of ``max(0, 1 - margin)`` (squared with ``squared=True``).
+
+* binary -- ``margin = p`` for a positive, ``-p`` for a negative, where ``p`` is
+  the probability (logits get a sigmoid, as in torchmetrics);
+* multiclass ``"crammer-singer"`` -- ``margin = p_y - max_{j != y} p_j``;
+* multiclass ``"one-vs-all"`` -- per class ``c``, ``margin = +-p_c``: a loss per class.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.classification import _format
+from fmetrics.classification.curves._scores import _as_scores, _if_logits
+from fmetrics.classification.curves.roc import check_task
+from fmetrics.metric import Metric
+from fmetrics.state import merge_fields
+
+__all__ = ["binary_hinge_loss", "multiclass_hinge_loss", "hinge_loss"]
+
+MODES = ("crammer-singer", "one-vs-all")
+
+
+class HingeState(NamedTuple):
+    total: torch.Tensor  # float64: sum of the losses (per class for one-vs-all)
+    count: torch.Tensor  # int64: kept samples
+    invalid: torch.Tensor  # int64 (3,)
+
+
+def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric:
+    if not isinstance(squared, bool):
+        raise validation.fail(name, "squared", "a bool", repr(squared))
+    _format.check_ignore_index(name, ignore_index)
+    if task == "multiclass":
+        _format.check_num(name, "num_classes", num)
+        validation.check_policy(name, "multiclass_mode", mode, MODES)
+    shape = (num,) if mode == "one-vs-all" else ()
+
+    def init():
+        return HingeState(torch.zeros(shape, dtype=torch.float64), torch.zeros((), dtype=torch.int64),
+                          torch.zeros(3, dtype=torch.int64))
+
+    def update(state, preds, target):
+        if task == "binary":
+            f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
+            keep = f.keep.reshape(-1)
+            p = _if_logits(_as_scores(name, f.preds).reshape(-1), keep, torch.sigmoid)
+            margin = torch.where(f.target.reshape(-1) == 1, p, -p)
+        else:
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)
+            if not f.preds.is_floating_point():
+                raise validation.fail(name, "preds", "float scores of shape (N, C, ...)", tuple(preds.shape))
+            keep = f.keep.reshape(-1)
+            p = _if_logits(f.preds.movedim(1, -1).reshape(-1, num).float(), keep[:, None], lambda x: x.softmax(1))
+            onehot = f.target.reshape(-1, 1) == torch.arange(num, device=p.device)
+            if mode == "one-vs-all":
+                margin = torch.where(onehot, p, -p)
+                keep = keep[:, None]
+            else:
+                margin = (p * onehot).sum(1) - p.masked_fill(onehot, -torch.inf).amax(1)
+        loss = (1 - margin.double()).clamp(min=0)
+        loss = torch.where(keep, loss ** 2 if squared else loss, 0.0)
+        return HingeState(state.total + loss.sum(0), state.count + validation.count(keep.reshape(-1)),
+                          state.invalid + f.invalid)
+
+    def finalize(state):
+        if validate_args:
+            _format.report(name, state.invalid)
+        return state.total / state.count
+
+    tags = HingeState(total="sum", count="sum", invalid="sum")
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
+                  state_key=("hinge", task, num, squared, mode, ignore_index, validate_args), reductions=tags)
+
+
+def binary_hinge_loss(squared=False, ignore_index=None, validate_args=True) -> Metric:
+    """Mean binary hinge loss over probabilities (see the module docstring).
+
+    Example::
+
+        >>> fmetrics.binary_hinge_loss()(torch.tensor([0.25, 0.75]), torch.tensor([0, 1]))
+        tensor(0.7500, dtype=torch.float64)
+    """
+    return _make("binary_hinge_loss", "binary", 1, squared, None, ignore_index, validate_args)
+
+
+def multiclass_hinge_loss(num_classes, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
+                          validate_args=True) -> Metric:
+    """Mean multiclass hinge loss: a scalar (Crammer-Singer) or one loss per class (one-vs-all)."""
+    return _make("multiclass_hinge_loss", "multiclass", num_classes, squared, multiclass_mode, ignore_index,
+                 validate_args)
+
+
+def hinge_loss(task, num_classes=None, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
+               validate_args=True) -> Metric:
+    """Task facade (``"binary"`` or ``"multiclass"``) for the hinge loss."""
+    task = check_task("hinge_loss", task, ("binary", "multiclass"))
+    if task == "binary":
+        return binary_hinge_loss(squared, ignore_index, validate_args)
+    return multiclass_hinge_loss(num_classes, squared, multiclass_mode, ignore_index, validate_args)
