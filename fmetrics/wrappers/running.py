@@ -9,16 +9,17 @@ from fmetrics.state import device_of, fold
 
 
 class RunningState(NamedTuple):
-    recent: tuple  # the wrapped metric's states of the last <= window updates, oldest first
+    slots: tuple  # ``window`` wrapped states, one per recent update, oldest first (init() until filled)
 
 
 def running(metric: Metric, window: int = 5) -> Metric:
     """``metric`` over the last ``window`` calls to ``update`` (torchmetrics' ``Running``).
 
-    Each update is kept as its own state; the tuple of the last ``window`` of
-    them is the state (its length is static, so ``update`` stays traceable).
-    ``finalize`` merges them. Merging two running states merges their updates
-    slot by slot, most recent with most recent: across ranks, the value covers
+    The state is a fixed tuple of ``window`` wrapped states, one per recent
+    update (``init()``, the merge identity, until filled); ``update`` shifts the
+    tuple and appends the batch's own state, so its layout never changes and
+    it stays traceable. ``finalize`` merges the slots. Two running states merge
+    slot by slot, most recent with most recent: across ranks the value covers
     the last ``window`` steps of every rank. By design the value depends on the
     batch boundaries (it is not split-invariant).
 
@@ -38,24 +39,18 @@ def running(metric: Metric, window: int = 5) -> Metric:
         raise validation.fail(name, "window", "an integer >= 1", repr(window))
 
     def init():
-        return RunningState(())
+        return RunningState(tuple(metric.init() for _ in range(window)))
 
     def update(state, *inputs, **kwargs):
         step = metric.update(metric.init(device_of((inputs, kwargs))), *inputs, **kwargs)
-        return RunningState((tuple(state.recent) + (step,))[-window:])
+        return RunningState(tuple(state.slots[1:]) + (step,))
 
     def merge(a, b):
-        n = max(len(a.recent), len(b.recent))
-        a = (None,) * (n - len(a.recent)) + tuple(a.recent)  # align the most recent updates
-        b = (None,) * (n - len(b.recent)) + tuple(b.recent)
-        return RunningState(tuple(y if x is None else x if y is None else metric.merge(x, y)
-                                  for x, y in zip(a, b)))
+        return RunningState(tuple(metric.merge(x, y) for x, y in zip(a.slots, b.slots)))
 
     def finalize(state):
-        if not state.recent:
-            return metric.finalize(metric.init())
-        return metric.finalize(fold(metric.merge, state.recent))
+        return metric.finalize(fold(metric.merge, state.slots))
 
     key = None if metric.state_key is None else (name, metric.state_key, window)
-    return Metric(init=init, update=update, merge=merge, finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=RunningState(None))
+    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
+                  state_key=key, reductions=RunningState(tuple(metric.reductions for _ in range(window))))
