@@ -303,3 +303,16 @@ def test_noisy_times_are_marked(tmp_path):
     (row,) = rep["rows"]
     assert row["noisy"] is True and row["ratio"] == pytest.approx(1.0) and rc == 0
     assert "1.00x?" in out and "?: noisy" in out
+
+
+def test_interrupt_reports_finished_rows(tmp_path):
+    def build_interrupt(quick):
+        def stop():
+            raise KeyboardInterrupt
+
+        return {"fmetrics": stop}
+
+    w = {"a/first": _workload("a/first", _tiny), "b/second": _workload("b/second", build_interrupt)}
+    rc, out, err, rep = _report(tmp_path, [], w)
+    assert rc == 130 and rep["interrupted"] is True and "interrupted" in err
+    assert [r["workload"] for r in rep["rows"]] == ["a/first"] and "a/first" in out
