@@ -19,6 +19,7 @@ from adapters import distributed
 from adapters.distributed import LayoutMismatchError, reduce
 from fmetrics.state import merge_fields
 from fmetrics.testing import assert_values_close, concat_inputs, split_inputs
+from benchmarks.sync import fmetrics_ten, shard, ten_metrics
 from tests._dist import count_collectives, spawn
 from tests.cases import all_cases
 
@@ -222,6 +223,16 @@ def _states(m, world: int, updates=lambda r: r + 1):
     return out
 
 
+def _twenty() -> fm.Metric:
+    """Twenty metrics with twelve distinct states (the ten, and ten more configurations)."""
+    more = {"acc": fm.binary_accuracy(threshold=0.3), "prec": fm.binary_precision(threshold=0.3),
+            "rec": fm.binary_recall(threshold=0.7), "f1": fm.binary_f1_score(threshold=0.7),
+            "auroc": fm.binary_auroc(thresholds=50), "ece": fm.binary_calibration_error(n_bins=7),
+            "mse": fm.mean_squared_error(), "mae": fm.mean_absolute_error(),
+            "r2": fm.r2_score(), "mean": fm.mean(nan_strategy="ignore")}
+    return fm.collection({**{f"{k}_a": m for k, m in ten_metrics().items()}, **{f"{k}_b": m for k, m in more.items()}})
+
+
 def _mismatch(rank: int, make) -> str:
     try:
         m = make(rank)
@@ -266,6 +277,13 @@ def _edge_body(rank: int, world: int):
         out["mismatch_layout"] = _mismatch(rank, lambda r: _odd_metric() if r else _moments_metric())
         m = fm.sum()
         out["after_mismatch"] = m.finalize(reduce(m, m.update(m.init(), torch.tensor([float(rank)]))))
+        # collectives for 10 and 20 metrics: a constant
+        probs, labels = shard(rank, world, 300)
+        for name, c in (("ten", fmetrics_ten()), ("twenty", _twenty())):
+            state = c.update(c.init(), probs, labels)
+            with count_collectives() as counts:
+                reduced = reduce(c, state)
+            out[name] = (c.finalize(reduced), dict(counts))
         # the sampler resolves the group when iterated
         sampler = distributed.EvalSampler(range(10))
         out["sampler"] = (list(sampler), len(sampler))
@@ -335,3 +353,15 @@ def test_the_group_still_works_after_a_mismatch(edge_results):
 def test_eval_sampler_resolves_the_group_when_iterated(edge_results):
     shards = [out["sampler"] for out in edge_results]
     assert shards == [([0, 1, 2], 3), ([3, 4, 5], 3), ([6, 7, 8, 9], 4)]
+
+
+@pytest.mark.distributed
+def test_collectives_do_not_grow_with_the_number_of_metrics(edge_results):
+    full = [torch.cat(x) for x in zip(*(shard(r, 3, 300) for r in range(3)))]
+    for rank, out in enumerate(edge_results):
+        for name, make in (("ten", fmetrics_ten), ("twenty", _twenty)):
+            value, counts = out[name]
+            assert_values_close(value, make()(*full), 1e-9, 1e-12, f"rank {rank}, {name}")
+            # header all_gather + all_reduce (int64 sums) + all_reduce (float64 sums) + one all_gather
+            # of the variable fields (exact AUROC's chunks, Pearson's and R2's untagged moments)
+            assert counts["ops"] == {"all_gather": 2, "all_reduce": 2}, (name, counts)
