@@ -1,0 +1,136 @@
+"""Validating a ranker on two retrieval datasets with Lightning DDP on 2 CPU processes.
+
+    python examples/retrieval_ddp.py
+
+A LightningModule scores (query, document) rows. It has two validation
+dataloaders, "web" and "news", each with its own NDCG@10 and MAP: fmetrics
+metrics wrapped as torchmetrics metrics by `adapters.TorchMetric`. A query's
+rows are scattered over batches and over the two ranks; each rank only
+appends its rows to the state, and at epoch end the wrapper's sync
+(`adapters.distributed.reduce`) joins every rank's rows before the metric
+groups them by query. The exact `EvalSampler` shards the validation rows with
+no padding, so no row is counted twice. The script then recomputes both
+metrics in one process on the whole data and prints them side by side (and,
+for contrast, the mean of per-rank values, which is not the same number).
+
+Strategy: Lightning's "ddp" (it re-launches this script for rank 1), with the
+gloo backend on CPU.
+"""
+import sys
+import warnings
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+import fmetrics as fm
+from adapters import TorchMetric
+from adapters.distributed import EvalSampler
+
+FEATURES = 16
+DATASETS = {"web": (400, 11), "news": (250, 12)}  # name: (queries, seed)
+
+
+def make_rows(queries: int, seed: int, max_docs: int = 30) -> TensorDataset:
+    """Synthetic rows ``(features, graded relevance 0..3, query id)``, shuffled across queries."""
+    direction = torch.randn(FEATURES, generator=torch.Generator().manual_seed(0))  # what "relevant" means
+    g = torch.Generator().manual_seed(seed)
+    docs = torch.randint(1, max_docs + 1, (queries,), generator=g)
+    query = torch.repeat_interleave(torch.arange(queries), docs)
+    x = torch.randn(query.shape[0], FEATURES, generator=g)
+    signal = x @ direction / FEATURES**0.5 + 0.8 * torch.randn(query.shape[0], generator=g)
+    relevance = torch.bucketize(signal, torch.tensor([0.5, 1.2, 1.8]))
+    perm = torch.randperm(query.shape[0], generator=g)
+    return TensorDataset(x[perm], relevance[perm], query[perm])
+
+
+class Ranker(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.scorer = torch.nn.Linear(FEATURES, 1)
+        self.names = list(DATASETS)
+        self.data = {name: make_rows(*DATASETS[name]) for name in self.names}
+        self.train_rows = make_rows(1000, 13)
+        # one NDCG@10 and one MAP per validation dataset
+        self.val_metrics = torch.nn.ModuleDict({
+            name: torch.nn.ModuleDict({
+                "ndcg@10": TorchMetric(fm.retrieval_normalized_dcg(top_k=10)),
+                "map": TorchMetric(fm.retrieval_map()),
+            })
+            for name in self.names
+        })
+
+    def forward(self, x):
+        # positive scores: MAP treats scores <= 0 as "not retrieved" (torchmetrics' rule)
+        return torch.sigmoid(self.scorer(x).squeeze(-1))
+
+    def training_step(self, batch, batch_idx):
+        x, relevance, _ = batch
+        return torch.nn.functional.mse_loss(self.scorer(x).squeeze(-1), relevance.float())
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        x, relevance, query = batch
+        name = self.names[dataloader_idx]
+        scores = self(x)
+        ndcg, map_ = self.val_metrics[name]["ndcg@10"], self.val_metrics[name]["map"]
+        ndcg.update(scores, relevance, query)
+        map_.update(scores, (relevance > 0).long(), query)
+        # logging the metric objects: Lightning calls compute() (which syncs the ranks) at epoch end
+        self.log(f"val/{name}/ndcg@10", ndcg, add_dataloader_idx=False)
+        self.log(f"val/{name}/map", map_, add_dataloader_idx=False)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.05)
+
+    def train_dataloader(self):
+        return DataLoader(self.train_rows, batch_size=64, sampler=DistributedSampler(self.train_rows, seed=0))
+
+    def val_dataloader(self):
+        return [DataLoader(self.data[name], batch_size=128, sampler=EvalSampler(self.data[name]))
+                for name in self.names]
+
+
+def _values(model: Ranker, name: str, rows) -> dict:
+    x, relevance, query = rows
+    scores = model(x)
+    return {f"val/{name}/ndcg@10": fm.retrieval_normalized_dcg(top_k=10)(scores, relevance, query),
+            f"val/{name}/map": fm.retrieval_map()(scores, (relevance > 0).long(), query)}
+
+
+@torch.no_grad()
+def single_process_values(model: Ranker) -> tuple[dict, dict]:
+    """NDCG@10 and MAP of each dataset in one process on all rows (the functional API), and, for
+    contrast, the mean of the two ranks' values on their own shards (what per-rank averaging gives)."""
+    whole, naive = {}, {}
+    for name, rows in model.data.items():
+        whole.update(_values(model, name, rows.tensors))
+        shards = [_values(model, name, rows[list(EvalSampler(rows, num_replicas=2, rank=r))]) for r in (0, 1)]
+        naive.update({k: (shards[0][k] + shards[1][k]) / 2 for k in shards[0]})
+    return whole, naive
+
+
+def main() -> dict:
+    warnings.filterwarnings("ignore", ".*(num_workers|does not have many workers|sync_dist).*")
+    torch.manual_seed(0)
+    model = Ranker()
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=1, num_sanity_val_steps=0,
+                        use_distributed_sampler=False, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(model)
+    if not trainer.is_global_zero:
+        return {}
+    logged = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+    reference, naive = single_process_values(model.eval())
+    print(f"{'metric':<20} {'DDP, 2 ranks':>14} {'1 process':>14} {'mean of ranks':>14}")
+    worst = 0.0
+    for key, value in reference.items():
+        worst = max(worst, abs(float(logged[key]) - float(value)))
+        print(f"{key:<20} {float(logged[key]):>14.8f} {float(value):>14.8f} {float(naive[key]):>14.8f}")
+    print(f"largest difference: {worst:.2e}")
+    if worst > 1e-6:
+        sys.exit("DDP values differ from the single-process values")
+    return {k: (float(logged[k]), float(v)) for k, v in reference.items()}
+
+
+if __name__ == "__main__":
+    main()
