@@ -277,6 +277,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"build failed: {_short_error(e)}")]
     if BASELINE not in runs or runs[BASELINE] is None:
         return [row(None, "error", f"workload has no {BASELINE!r} contender")]
+    build_s = time.perf_counter() - t_start
     peers = [p for p in runs if p != BASELINE]
     skipped = {p: "not installed" for p in w.peers if p not in runs}
     skipped.update({p: "not installed" for p in peers if runs[p] is None})
@@ -333,7 +334,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return {**_stats(times[name], samples, nbytes, bandwidth, extras[name]), "first_call_s": warmup[name]}
 
     base = stats(BASELINE)
-    meta = {"rounds": rounds, "wall_s": wall, "samples": samples, "bytes": nbytes}
+    meta = {"rounds": rounds, "wall_s": wall, "build_s": build_s, "samples": samples, "bytes": nbytes}
     if base is None:
         return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
     rows = []

@@ -93,7 +93,8 @@ def test_json_schema(tmp_path):
     assert rep["bandwidth"]["gbps"] > 0 and rep["wall_s"] > 0
     (row,) = rep["rows"]
     assert set(row) >= {"workload", "domain", "description", "peer", "status", "reason", "baseline", "peer_stats",
-                        "ratio", "max_abs_diff", "agree", "tolerance", "rounds", "wall_s", "samples", "bytes"}
+                        "ratio", "max_abs_diff", "agree", "tolerance", "rounds", "wall_s", "build_s", "samples", "bytes"}
+    assert 0 <= row["build_s"] <= row["wall_s"]
     for st in (row["baseline"], row["peer_stats"]):
         assert set(st) == {"median_s", "iqr_s", "min_s", "max_s", "times_s", "samples_per_s",
                            "bandwidth_fraction", "extra", "first_call_s"}
