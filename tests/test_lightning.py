@@ -1,0 +1,97 @@
+"""Lightning: a wrapped metric logged with ``self.log(..., on_epoch=True)`` under
+``Trainer(accelerator="cpu", devices=2, strategy="ddp")`` logs the one-process value.
+
+Lightning's "ddp" strategy re-launches the running script for the other
+ranks, so the test runs this file as a script in a subprocess (a bounded
+timeout turns a hang into a failure); rank 0 writes what was logged to JSON.
+The same script also validates with Lightning's default sampler
+(`DistributedSampler`, which pads 41 rows to 42 by repeating one), to show
+the bias that `adapters.distributed.EvalSampler` removes.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+N = 41  # odd: DistributedSampler must repeat a row to give 2 ranks equal shards
+BATCH = 8
+
+
+def _data():
+    g = torch.Generator().manual_seed(0)
+    p = torch.rand(N, generator=g)
+    return p, (torch.rand(N, generator=g) < p).long()
+
+
+def main(out_path: str, devices: int) -> None:
+    import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import fmetrics as fm
+    from adapters import TorchMetric
+    from adapters.distributed import EvalSampler
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+            self.auroc = TorchMetric(fm.binary_auroc())
+            self.acc = TorchMetric(fm.binary_accuracy())
+            self.mean = TorchMetric(fm.mean())
+
+        def validation_step(self, batch, batch_idx):
+            p, t = batch
+            self.auroc.update(p, t)
+            self.acc(p, t)  # forward: the batch value, accumulated for the epoch
+            self.mean.update(p)
+            self.log("auroc", self.auroc, on_step=False, on_epoch=True)
+            self.log("acc", self.acc, on_step=False, on_epoch=True)
+            self.log("mean", self.mean, on_step=False, on_epoch=True)
+
+    dataset = TensorDataset(*_data())
+    results = {}
+    for name, loader, own_sampler in (
+        ("exact", DataLoader(dataset, batch_size=BATCH, sampler=EvalSampler(dataset)), True),
+        ("padded", DataLoader(dataset, batch_size=BATCH), False),
+    ):
+        trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                            use_distributed_sampler=not own_sampler, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False)
+        results[name] = trainer.validate(Module(), loader, verbose=False)[0]
+    if trainer.global_rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"world_size": trainer.world_size, **results}, f)
+
+
+@pytest.mark.distributed
+def test_lightning_ddp_logs_the_one_process_value(tmp_path):
+    from torchmetrics import MeanMetric
+    from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
+
+    out = tmp_path / "logged.json"
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([repo, env.get("PYTHONPATH", "")])
+    env["OMP_NUM_THREADS"] = "1"
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), str(out), "2"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    logged = json.loads(out.read_text())
+    assert logged["world_size"] == 2
+    p, t = _data()
+    want = {"auroc": BinaryAUROC()(p, t).item(), "acc": BinaryAccuracy()(p, t).item(),
+            "mean": MeanMetric()(p).item()}
+    for k, v in want.items():
+        assert logged["exact"][k] == pytest.approx(v, rel=1e-6, abs=1e-7), (k, logged)
+    # DistributedSampler repeated a row: the logged mean is biased
+    padded_p = torch.cat([p, p[:1]])
+    assert logged["padded"]["mean"] == pytest.approx(padded_p.mean().item(), rel=1e-6)
+    assert logged["padded"]["mean"] != pytest.approx(want["mean"], rel=1e-6)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
