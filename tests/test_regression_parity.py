@@ -149,7 +149,8 @@ TM = [
       for v in ("a", "b", "c") for a in ("two-sided", "less", "greater")],
     ("log_cosh_error", {"num_outputs": 2}, {}, "normal", 2),
     ("minkowski_distance", {"p": 2.5}, {"p": 2.5}, "normal", None),
-    *[("tweedie_deviance_score", {"power": k}, {"power": k}, "positive", None) for k in (0.0, 1.0, 1.5, 2.0, 3.0, -0.5)],
+    *[("tweedie_deviance_score", {"power": k}, {"power": k}, "positive", None)
+      for k in (0.0, 1.0, 1.5, 2.0, 3.0, -0.5)],
     *[("critical_success_index", {"threshold": 2.0, "keep_sequence_dim": k}, {"threshold": 2.0, "keep_sequence_dim": k},
        "normal", 3) for k in (None, 0, 1)],
 ]
@@ -416,3 +417,22 @@ def test_collection_shares_states(members, groups):
     out = c(p, t)
     for k, m in members.items():
         close(out[k], m(p, t), rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------ gradients (metrics used as losses)
+
+GRAD = ["mean_squared_error", "mean_absolute_error", "mean_absolute_percentage_error",
+        "symmetric_mean_absolute_percentage_error", "weighted_mean_absolute_percentage_error", "mean_squared_log_error",
+        "log_cosh_error", "pearson_corrcoef", "r2_score", "explained_variance", "concordance_corrcoef",
+        "normalized_root_mean_squared_error", "relative_squared_error", "tweedie_deviance_score"]
+
+
+@pytest.mark.parametrize("name", GRAD)
+def test_gradients_match_torchmetrics(name):
+    p, t = _data(n=64, seed=18, kind="positive")
+    grads = []
+    for fn in (getattr(fm, name)(), lambda a, b: getattr(tmf, name)(a, b)):
+        x = p.clone().requires_grad_(True)
+        fn(x, t).backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)

@@ -73,6 +73,13 @@ def as_acc(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return x.to(like.dtype)
 
 
+def square(x: torch.Tensor, *partners: torch.Tensor) -> torch.Tensor:
+    """``x * x``, in place (no new buffer) unless autograd tracks ``x`` or a ``partner`` whose
+    gradient needs ``x``'s value: the metrics stay differentiable."""
+    tracked = torch.is_grad_enabled() and any(y.requires_grad for y in (x, *partners))
+    return x * x if tracked else x.mul_(x)
+
+
 def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``a - b`` computed in the accumulator dtype of ``like``, in a fresh buffer the caller may overwrite.
 

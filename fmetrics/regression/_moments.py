@@ -25,14 +25,15 @@ def batch_count(x: torch.Tensor) -> torch.Tensor:
     return torch.full((), x.shape[0], dtype=torch.int64, device=x.device)
 
 
-def batch_mean(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Column means of ``(N, D)`` ``x``, accumulated in ``dtype``; zeros for an empty batch (never NaN)."""
-    return x.sum(0, dtype=dtype) / max(x.shape[0], 1)
+def centre_(c: torch.Tensor):
+    """``(mean, c - mean)`` of a fresh ``(N, D)`` buffer ``c``, centred in place (zero mean for no rows)."""
+    mean = c.sum(0) / max(c.shape[0], 1)
+    return mean, c.sub_(mean)
 
 
-def centred(x: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
-    """``x - mean`` in ``mean``'s dtype: a fresh buffer the caller may overwrite (one allocation)."""
-    return x.to(mean.dtype, copy=True).sub_(mean)
+def centre(x: torch.Tensor, dtype: torch.dtype):
+    """``(mean, x - mean)`` of ``(N, D)`` ``x`` in ``dtype``; the second is a fresh buffer the caller may overwrite."""
+    return centre_(x.to(dtype, copy=True))
 
 
 def weights(n_a: torch.Tensor, n_b: torch.Tensor, dtype: torch.dtype):

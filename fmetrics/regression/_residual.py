@@ -58,10 +58,11 @@ def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
         acc = state.mean_target.dtype
-        e = _inputs.difference(t, p, state.mean_target)
-        mt, me = _moments.batch_mean(t, acc), _moments.batch_mean(e, acc)
-        ct, ce = _moments.centred(t, mt), e.sub_(me)
-        batch = ResidualState(_moments.batch_count(t), mt, ct.mul_(ct).sum(0), me, ce.mul_(ce).sum(0))
+        t64 = t.to(acc, copy=True)
+        e = t64 - p.to(acc)
+        (mt, ct), (me, ce) = _moments.centre_(t64), _moments.centre_(e)
+        batch = ResidualState(_moments.batch_count(t), mt, _inputs.square(ct).sum(0), me,
+                              _inputs.square(ce).sum(0))
         return merge(state, batch)
 
     tags = ResidualState(n=None, mean_target=None, m2_target=None, mean_error=None, m2_error=None)

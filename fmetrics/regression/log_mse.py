@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.regression import _inputs
 from fmetrics.regression._elementwise import elementwise_mean
 
 
@@ -22,7 +23,7 @@ def mean_squared_log_error(num_outputs: int = 1, on_invalid: str = "error") -> M
 
     def sq_log(d, p, t):
         d = torch.log1p(p.to(d.dtype)) - torch.log1p(t.to(d.dtype))
-        return d.mul_(d)
+        return _inputs.square(d)
 
     rule = ("preds and target must be >= 0", lambda p, t: ~((p < 0) | (t < 0)))
     return elementwise_mean("mean_squared_log_error", sq_log, num_outputs, key=("squared_log_error",),

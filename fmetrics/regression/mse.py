@@ -22,6 +22,6 @@ def mean_squared_error(squared: bool = True, num_outputs: int = 1) -> Metric:
     _inputs.check_bool(name, "squared", squared)
 
     def sq(d, p, t):
-        return d.mul_(d)
+        return _inputs.square(d)
 
     return elementwise_mean(name, sq, num_outputs, key=("squared_error",), post=None if squared else torch.sqrt)

@@ -45,11 +45,10 @@ def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
         preds, target = _inputs.pair(name, preds, target)
         x = _inputs.columns(name, preds, num_outputs, flatten=False)
         y = _inputs.columns(name, target, num_outputs, flatten=False)
-        acc = state.mean_x.dtype
-        mx, my = _moments.batch_mean(x, acc), _moments.batch_mean(y, acc)
-        cx, cy = _moments.centred(x, mx), _moments.centred(y, my)
+        (mx, cx), (my, cy) = _moments.centre(x, state.mean_x.dtype), _moments.centre(y, state.mean_x.dtype)
         c_xy = (cx * cy).sum(0)
-        batch = PearsonState(_moments.batch_count(x), mx, my, cx.mul_(cx).sum(0), cy.mul_(cy).sum(0), c_xy)
+        batch = PearsonState(_moments.batch_count(x), mx, my, _inputs.square(cx, cy).sum(0),
+                             _inputs.square(cy, cx).sum(0), c_xy)
         return _merge(state, batch)
 
     tags = PearsonState(n=None, mean_x=None, mean_y=None, m2_x=None, m2_y=None, c_xy=None)

@@ -27,10 +27,9 @@ def spearman_corrcoef(num_outputs: int = 1) -> Metric:
     def finalize(x, y):
         rx, ry = average_ranks(x), average_ranks(y)
         n = torch.tensor(x.shape[0], device=x.device)
-        cx = _moments.centred(rx, _moments.batch_mean(rx, rx.dtype))
-        cy = _moments.centred(ry, _moments.batch_mean(ry, ry.dtype))
+        (mx, cx), (my, cy) = _moments.centre_(rx), _moments.centre_(ry)
         m2x, m2y = (cx * cx).sum(0), (cy * cy).sum(0)
-        bad = _moments.degenerate(n, rx.mean(0), m2x) | _moments.degenerate(n, ry.mean(0), m2y)
+        bad = _moments.degenerate(n, mx, m2x) | _moments.degenerate(n, my, m2y)
         nan = torch.isnan(x).any(0) | torch.isnan(y).any(0)
         bad = bad & ~nan
         if bool(bad.any()):

@@ -5,13 +5,14 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
+from fmetrics.regression import _inputs
 from fmetrics.regression._elementwise import elementwise_mean
 
 
 def _deviance(power: float):
     """``f(d, p, t)`` for `elementwise_mean`: ``d = p - t`` (float64, may be overwritten)."""
     if power == 0:
-        return lambda d, p, t: d.mul_(d)
+        return lambda d, p, t: _inputs.square(d)
 
     def deviance(d, p, t):
         p, t = p.to(d.dtype), t.to(d.dtype)
