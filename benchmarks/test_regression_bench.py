@@ -1,0 +1,45 @@
+"""Hot paths of the regression metrics: one update on a 4096x16 batch (16 outputs), fmetrics vs torchmetrics."""
+import pytest
+import torch
+
+import fmetrics
+
+tm = pytest.importorskip("torchmetrics.regression")
+
+CASES = [
+    ("mean_squared_error", fmetrics.mean_squared_error, "MeanSquaredError"),
+    ("mean_absolute_error", fmetrics.mean_absolute_error, "MeanAbsoluteError"),
+    ("pearson_corrcoef", fmetrics.pearson_corrcoef, "PearsonCorrCoef"),
+]
+params = pytest.mark.parametrize("name,factory,tm_class", CASES, ids=[c[0] for c in CASES])
+
+
+def _batch():
+    target = torch.randn(4096, 16)
+    return 0.8 * target + 0.6 * torch.randn(4096, 16), target
+
+
+@params
+def test_update_fmetrics(benchmark, name, factory, tm_class):
+    benchmark.group = f"regression-{name}-update"
+    m, (p, t) = factory(num_outputs=16), _batch()
+    benchmark(m.update, m.init(), p, t)
+
+
+@params
+def test_update_torchmetrics(benchmark, name, factory, tm_class):
+    benchmark.group = f"regression-{name}-update"
+    m, (p, t) = getattr(tm, tm_class)(num_outputs=16), _batch()
+    benchmark(m.update, p, t)
+
+
+def test_r2_update_fmetrics(benchmark):
+    benchmark.group = "regression-r2_score-update"
+    m, (p, t) = fmetrics.r2_score(num_outputs=16), _batch()
+    benchmark(m.update, m.init(), p, t)
+
+
+def test_r2_update_torchmetrics(benchmark):
+    benchmark.group = "regression-r2_score-update"
+    m, (p, t) = tm.R2Score(), _batch()
+    benchmark(m.update, p, t)
