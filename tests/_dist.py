@@ -17,6 +17,10 @@ other ranks, possibly stuck in a collective, are killed). Passing
 ``timeout`` seconds -> every child is killed and ``AssertionError`` is
 raised, so a hang fails the test instead of blocking CI.
 
+`run_script(args, timeout)` runs a launcher command (``torchrun``, a
+Lightning "ddp" script) in its own process group and kills that whole group
+if it overruns, so re-launched ranks cannot outlive a hung test.
+
 `count_collectives()` counts, inside a rank, the collectives issued and the
 bytes this rank hands to them (object collectives count as the tensor
 collectives they run).
@@ -28,14 +32,16 @@ import datetime
 import os
 import pickle
 import queue as queue_lib
+import signal
 import socket
+import subprocess
 import sys
 import time
 import traceback
 
 import torch.multiprocessing as mp
 
-__all__ = ["spawn", "count_collectives"]
+__all__ = ["spawn", "run_script", "count_collectives"]
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _GRACE_S = 5.0  # how long the other ranks may take to report once one rank failed
@@ -194,3 +200,27 @@ def count_collectives():
     finally:
         for module, name, fn in saved:
             setattr(module, name, fn)
+
+
+def run_script(args: list, timeout: float = 180.0) -> subprocess.CompletedProcess:
+    """Runs ``args`` from the repo root (repo on PYTHONPATH, no inherited rank variables); fails on a
+    non-zero exit or after ``timeout`` seconds, killing every process the command started."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK",
+                        "LOCAL_WORLD_SIZE", "GROUP_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"run_script: {args} timed out after {timeout:.0f}s\n{out[-2000:]}\n{err[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.returncode != 0:
+        raise AssertionError(f"run_script: {args} exited with {proc.returncode}\n{out[-2000:]}\n{err[-3000:]}")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)

@@ -10,11 +10,12 @@ the bias that `adapters.distributed.EvalSampler` removes.
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
+
+from tests._dist import run_script
 
 N = 41  # odd: DistributedSampler must repeat a row to give 2 ranks equal shards
 BATCH = 8
@@ -72,14 +73,7 @@ def test_lightning_ddp_logs_the_one_process_value(tmp_path):
     from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
 
     out = tmp_path / "logged.json"
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "NODE_RANK")}
-    env["PYTHONPATH"] = os.pathsep.join([repo, env.get("PYTHONPATH", "")])
-    env["OMP_NUM_THREADS"] = "1"
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), str(out), "2"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_script([sys.executable, os.path.abspath(__file__), str(out), "2"], timeout=300)
     logged = json.loads(out.read_text())
     assert logged["world_size"] == 2
     p, t = _data()
