@@ -38,7 +38,8 @@ def test_invalid_entries_are_dropped_and_valid_ones_kept():
     m = fm.multiclass_stat_scores(3, average="micro")
     s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
     assert s.invalid.tolist() == [1, 0, 0]
-    assert s.counts[0].sum().item() == 3  # three correct, valid entries counted
+    hits, entries = s.counts[6:9], s.counts[9]  # raw layout: [targets | predictions | hits | entries]
+    assert hits.tolist() == [1, 1, 1] and entries.item() == 3  # the three valid entries are counted
 
 
 def test_bad_group_ids_raise_at_finalize():

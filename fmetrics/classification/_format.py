@@ -10,9 +10,10 @@ and *counting* bad values without a host sync:
     preds ``(N, ...)``, target ``(N, ...)`` (a trailing singleton axis on either
     side is squeezed when only it differs) ->
     ``Formatted(preds (N, M), target (N, M), keep (N, M), invalid (3,))``.
-``multiclass_inputs(name, preds, target, num_classes, ignore_index=None, samplewise=False)``
+``multiclass_inputs(name, preds, target, num_classes, ignore_index=None, samplewise=False, top_k=0)``
     preds ``(N, C, ...)`` scores or ``(N, ...)`` labels, target ``(N, ...)`` ->
-    preds ``(N, C, M)`` scores or ``(N, M)`` int64 labels, target / keep ``(N, M)``.
+    preds ``(N, C, M)`` scores or ``(N, M)`` int64 labels, target / keep ``(N, M)``;
+    ``top_k >= 1`` turns scores into labels (``argmax`` for 1).
     ``preds.shape[1] != num_classes`` raises at once.
 ``multilabel_inputs(name, preds, target, num_labels, ignore_index=None, samplewise=False)``
     preds and target ``(N, L, ...)`` -> ``(N, L, M)`` each.
@@ -166,7 +167,11 @@ def _label_values(x: torch.Tensor, num: int, extra: Optional[int]):
 def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
     """``(target int64 with dropped entries 0, keep, count of invalid entries)`` for labels in ``[0, num)``."""
     labels, ok = _label_values(target, num, None)
-    ignored = target == ignore_index if ignore_index is not None else torch.zeros_like(ok)
+    if ignore_index is None:
+        if not validate:
+            return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=target.device)
+        return torch.where(ok, labels, 0), ok, validation.count(~ok)
+    ignored = target == ignore_index
     if validate:
         keep = ok & ~ignored
         count = validation.count(~(ok | ignored))
@@ -242,8 +247,14 @@ def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: O
 
 
 def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: Optional[int] = None,
-                      samplewise: bool = False, validate: bool = True) -> Formatted:
-    """Multiclass inputs: scores ``(N, C, M)`` or labels ``(N, M)``; see the module docstring."""
+                      samplewise: bool = False, validate: bool = True, top_k: int = 0) -> Formatted:
+    """Multiclass inputs: scores ``(N, C, M)`` or labels ``(N, M)``; see the module docstring.
+
+    ``top_k >= 1`` turns scores into int64 labels ``(N, M)``: ``argmax`` for 1; for ``k > 1`` the
+    target when it is among the top ``k`` scores, else the top score (torchmetrics' rule). A row
+    holding a NaN then has a NaN top score (``argmax`` / ``topk`` rank NaN first), so NaN rows are
+    found at ``O(N)`` cost from the top score instead of a pass over all scores.
+    """
     preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
     scores = preds.is_floating_point() and preds.dim() >= 2 and (
         preds.dim() == target.dim() + 1
@@ -260,6 +271,9 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
             raise validation.fail(name, "target", f"shape (N, ...) for preds of shape (N, C, ...) "
                                   f"{tuple(preds.shape)}", tuple(target.shape))
     else:
+        if top_k > 1:
+            raise validation.fail(name, "preds", "float scores (N, C, ...) when top_k > 1",
+                                  f"shape {tuple(preds.shape)} {preds.dtype}")
         preds, target = _squeeze_pair(preds, target)
         if preds.shape != target.shape:
             raise validation.fail(name, "preds", f"labels of target's shape {tuple(target.shape)} "
@@ -269,18 +283,30 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
     target = _flat(target, 1)
     tgt, keep, bad_t = _target(target, num_classes, ignore_index, validate)
     zero = torch.zeros_like(bad_t)
-    if scores:
-        preds = _flat(preds, 2)
-        if validate:
-            nan = torch.isnan(preds).any(1) & keep
-            keep = keep & ~nan
-            bad_p, bad_n = zero, validation.count(nan)
-        else:
-            bad_p = bad_n = zero
-    else:
+    if not scores:
         preds, ok, _ = _preds_labels(_flat(preds, 1), num_classes, validate)
         bad_p, bad_n = validation.count(~ok & keep), zero
         keep = keep & ok
+    elif top_k == 0:
+        preds = _flat(preds, 2)
+        bad_p = bad_n = zero
+        if validate:
+            nan = torch.isnan(preds).any(1) & keep
+            keep = keep & ~nan
+            bad_n = validation.count(nan)
+    else:
+        scores_ = _flat(preds, 2)
+        if top_k == 1:
+            preds = top = scores_.argmax(1)
+        else:
+            idx = scores_.topk(top_k, dim=1).indices  # (N, k, M)
+            top = idx[:, 0]
+            preds = torch.where((idx == tgt.unsqueeze(1)).any(1), tgt, top)
+        bad_p = bad_n = zero
+        if validate:
+            nan = torch.isnan(scores_.gather(1, top.unsqueeze(1))[:, 0]) & keep
+            keep = keep & ~nan
+            bad_n = validation.count(nan)
     return Formatted(preds, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
 
 

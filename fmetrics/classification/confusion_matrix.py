@@ -57,9 +57,8 @@ def confmat_metric(name: str, task: str, num: int, finalize_confmat: Callable[[t
         return ConfusionMatrixState(torch.zeros(num, num, dtype=torch.int64), torch.zeros(3, dtype=torch.int64))
 
     def update(state, preds, target):
-        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate)
-        labels = f.preds.argmax(1) if f.preds.dim() == 3 else f.preds
-        index = (f.target * num + labels).reshape(-1)
+        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate, top_k=1)
+        index = (f.target * num + f.preds).reshape(-1)
         bins = torch.zeros(num * num, dtype=torch.int64, device=index.device)
         bins = bins.index_add(0, index, f.keep.reshape(-1).long())
         return ConfusionMatrixState(state.confmat + bins.reshape(num, num), state.invalid + f.invalid)

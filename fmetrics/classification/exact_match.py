@@ -12,7 +12,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from fmetrics.classification import _format
-from fmetrics.classification.stat_scores import multiclass_labels, positive, task_dispatch
+from fmetrics.classification.stat_scores import positive, task_dispatch
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
 
@@ -37,8 +37,8 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
 
     def update(state, preds, target):
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate)
-            right = (multiclass_labels(name, f.preds, f.target, 1) == f.target) | ~f.keep  # (N, M)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate, top_k=1)
+            right = (f.preds == f.target) | ~f.keep  # (N, M)
             per_sample = torch.stack([right.all(1).long(), torch.ones_like(right[:, 0], dtype=torch.int64)], -1)
         else:
             f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, validate)

@@ -2,7 +2,7 @@
 
 ``update(state, preds, target, groups)``; ``groups`` ``(N,)`` holds each
 sample's group id in ``[0, num_groups)`` (ids outside are counted, dropped and
-raised at ``finalize``). The state is one ``[tp, fp, tn, fn]`` row per group.
+raised at ``finalize``). The state is one row of counts per group.
 
 * group stat rates: ``{"group_g": [tp, fp, tn, fn] / total_g}``.
 * demographic parity: the smallest over the largest positive-prediction rate
@@ -29,7 +29,7 @@ _GROUP_RULE = "groups must hold ids in [0, num_groups) (the samples were dropped
 
 
 class GroupStatState(NamedTuple):
-    counts: torch.Tensor  # int64 (G, 4): tp, fp, tn, fn per group
+    counts: torch.Tensor  # int64 (G, 4): targets, predicted positives, true positives, entries per group
     invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
     bad_groups: torch.Tensor  # int64 (): samples with a group id out of range
 
@@ -72,7 +72,8 @@ def _group_metric(name: str, num_groups, threshold, ignore_index, validate_args,
     def finalize(state):
         _format.report(name, state.invalid)
         validation.report(name, {_GROUP_RULE: state.bad_groups})
-        return value(state.counts.to(accum_dtype(state.counts.device)))
+        tt, pp, tp, n = state.counts.to(accum_dtype(state.counts.device)).unbind(-1)
+        return value(torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], -1))  # tp, fp, tn, fn
 
     tags = GroupStatState(counts="sum", invalid="sum", bad_groups="sum")
     key = ("group_stat_scores", num_groups, threshold, ignore_index, validate, with_target)

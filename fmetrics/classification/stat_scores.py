@@ -13,7 +13,8 @@ Counting (no host sync):
   predictions are used as they are.
 * multiclass -- ``argmax`` over the class axis; with ``top_k > 1`` the
   prediction is the target if it is among the top ``k`` scores, else the top
-  score (torchmetrics' definition). Counts come from one ``scatter_add``.
+  score (torchmetrics' definition). Counts come from one ``index_add``;
+  ``tp, fp, tn, fn`` are derived in ``finalize``.
 """
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ __all__ = [
 
 
 class StatScoresState(NamedTuple):
-    counts: object  # int64 (4, C): tp, fp, tn, fn per class; samplewise: tuple of (n, 4, C) chunks
+    # int64 raw counts: multiclass (3C + 1,) [targets | predictions | hits per class | entries];
+    # binary / multilabel (4, L) rows [targets, predicted positives, true positives, entries] per label;
+    # samplewise: a tuple of chunks with a leading sample axis
+    counts: object
     invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
 
 
@@ -54,47 +58,36 @@ def positive(preds: torch.Tensor, threshold: float) -> torch.Tensor:
 
 
 def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
-    """``pos, target, keep``: ``(N, C, M)`` -> int64 ``(4, C)`` or ``(N, 4, C)``."""
+    """``pos, target, keep``: ``(N, L, M)`` -> raw int64 ``[tt, pp, tp, n]`` per label: ``(4, L)`` or
+    ``(N, 4, L)`` (targets, predicted positives, true positives, entries counted)."""
     dims = (2,) if samplewise else (0, 2)
     pos = pos & keep
     tgt = target.bool()  # dropped entries already hold 0
-    tp = (pos & tgt).sum(dims, dtype=torch.int64)
-    pp = pos.sum(dims, dtype=torch.int64)
-    tt = tgt.sum(dims, dtype=torch.int64)
-    n = keep.sum(dims, dtype=torch.int64)
-    return torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], dim=-2)
-
-
-def multiclass_labels(name: str, preds: torch.Tensor, target: torch.Tensor, top_k: int) -> torch.Tensor:
-    if not preds.is_floating_point() or preds.dim() != target.dim() + 1:
-        if top_k > 1:
-            raise validation.fail(name, "preds", "float scores (N, C, ...) when top_k > 1",
-                                  f"labels of shape {tuple(preds.shape)}")
-        return preds
-    if top_k == 1:
-        return preds.argmax(1)
-    idx = preds.topk(top_k, dim=1).indices  # (N, k, M)
-    hit = (idx == target.unsqueeze(1)).any(1)
-    return torch.where(hit, target, idx[:, 0])
+    return torch.stack([tgt.sum(dims), pos.sum(dims), (pos & tgt).sum(dims), keep.sum(dims)], dim=-2)
 
 
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool) -> torch.Tensor:
-    """``labels, target, keep``: ``(N, M)`` -> int64 ``(4, C)`` or ``(N, 4, C)``."""
+    """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C) | n]``: ``(3C + 1,)``
+    or ``(N, 3C + 1)``, from one ``index_add`` / ``scatter_add``."""
     c = num_classes
     hit = keep & (labels == target)
-    index = torch.cat([target, labels + c, target + 2 * c], dim=1)
-    ones = keep.long()
-    src = torch.cat([ones, ones, hit.long()], dim=1)
+    index = torch.cat([target, labels + c, target + 2 * c, torch.full_like(target, 3 * c)], dim=1)
+    src = torch.cat([keep, keep, hit, keep], dim=1).long()
     if samplewise:
-        bins = torch.zeros(labels.shape[0], 3 * c, dtype=torch.int64, device=labels.device)
-        bins = bins.scatter_add(1, index, src)
-        n = ones.sum(1, keepdim=True)
+        bins = torch.zeros(labels.shape[0], 3 * c + 1, dtype=torch.int64, device=labels.device)
+        return bins.scatter_add(1, index, src)
+    bins = torch.zeros(3 * c + 1, dtype=torch.int64, device=labels.device)
+    return bins.index_add(0, index.reshape(-1), src.reshape(-1))
+
+
+def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:
+    """Raw state counts -> `Counts` ``tp, fp, tn, fn`` with the class axis last."""
+    if task == "multiclass":
+        tt, pp, tp = raw[..., :3 * num].unflatten(-1, (3, num)).unbind(-2)
+        n = raw[..., 3 * num:]
     else:
-        bins = torch.zeros(3 * c, dtype=torch.int64, device=labels.device)
-        bins = bins.index_add(0, index.reshape(-1), src.reshape(-1))
-        n = ones.sum()
-    tt, pp, tp = bins[..., :c], bins[..., c:2 * c], bins[..., 2 * c:]
-    return torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], dim=-2)
+        tt, pp, tp, n = raw.unbind(-2)
+    return Counts(tp, pp - tp, n - pp - tt + tp, tt - tp)
 
 
 def counts_metric(
@@ -127,15 +120,16 @@ def counts_metric(
         threshold = _format.check_threshold(name, threshold)
         top_k = None
 
+    width = (3 * num + 1,) if task == "multiclass" else (4, num)
+
     def init():
-        counts = () if samplewise else torch.zeros(4, num, dtype=torch.int64)
+        counts = () if samplewise else torch.zeros(width, dtype=torch.int64)
         return StatScoresState(counts, torch.zeros(3, dtype=torch.int64))
 
     def update(state, preds, target):
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate)
-            labels = multiclass_labels(name, f.preds, f.target, top_k)
-            counts = _multiclass_counts(labels, f.target, f.keep, num, samplewise)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate, top_k)
+            counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise)
         else:
             if task == "binary":
                 f = _format.binary_inputs(name, preds, target, ignore_index, samplewise, validate)
@@ -150,8 +144,8 @@ def counts_metric(
         _format.report(name, state.invalid)
         counts = state.counts
         if samplewise:
-            counts = cat_chunks(counts, torch.zeros(0, 4, num, dtype=torch.int64, device=state.invalid.device))
-        return finalize_counts(Counts(*counts.unbind(-2)))
+            counts = cat_chunks(counts, torch.zeros(0, *width, dtype=torch.int64, device=state.invalid.device))
+        return finalize_counts(_counts_from_raw(counts, task, num))
 
     tags = StatScoresState(counts="cat" if samplewise else "sum", invalid="sum")
     key = ("stat_scores", task, num, threshold, top_k, "samplewise" if samplewise else "global", ignore_index,
