@@ -62,12 +62,29 @@ def _poisson1_cdf() -> list[float]:
 
 
 POISSON1_CDF = _poisson1_cdf()  # P(X <= k) for X ~ Poisson(1), k = 0 .. 18
+# the count for each unsigned 16-bit draw u: #{k : u >= ceil(2^16 * P(X <= k))}
+_COUNTS16 = torch.searchsorted(
+    torch.tensor([math.ceil(c * 2**16) for c in POISSON1_CDF if c * 2**16 < 2**16 - 1], dtype=torch.int64),
+    torch.arange(2**16, dtype=torch.int64), right=True).to(torch.float64)
 
 
-def poisson1(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Poisson(1) counts (int64) from hashes by the inverse CDF."""
-    cdf = torch.tensor(POISSON1_CDF, dtype=dtype, device=h.device)
-    return torch.searchsorted(cdf, uniform(h, dtype), right=True)
+def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch.dtype,
+                    first: int = 0) -> torch.Tensor:
+    """``(R, B)`` Poisson(1) counts (as ``dtype``) for ``B`` hashed samples, replicates ``first .. first + R``.
+
+    One 64-bit hash of (sample, group of 4 replicates) yields four 16-bit
+    draws, one per replicate of the group, each turned into a count by the
+    inverse CDF (a 2^16-entry table): probabilities exact to 2^-16, counts
+    capped at 7 (P(X > 7) = 1e-5). ``first`` must be a multiple of 4.
+    """
+    groups = -(-num_replicates // 4)
+    salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
+    h = mix(sample_hash.unsqueeze(-2) ^ salt.unsqueeze(-1))  # (..., groups, B)
+    draws = h.view(torch.uint16).unflatten(-1, (-1, 4))  # (..., groups, B, 4): the 4 draws of each hash
+    index = draws.transpose(-1, -2).to(torch.int32, memory_format=torch.contiguous_format)
+    index = index.flatten(-3, -2)[..., :num_replicates, :]
+    table = _COUNTS16.to(device=h.device, dtype=dtype)
+    return torch.index_select(table, 0, index.reshape(-1)).reshape(index.shape)
 
 
 def multinomial(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -101,9 +101,11 @@ def bootstrap(
             keys = _draws.sample_keys(seed, offsets, state.stream)
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
-        hashes = _draws.replicate_hashes(keys, num_samples)
         dtype = accum_dtype(keys.device)
-        counts = _draws.poisson1(hashes, dtype) if poisson else _draws.multinomial(hashes, dtype)
+        if poisson:
+            counts = _draws.poisson1_counts(keys, num_samples, dtype)
+        else:
+            counts = _draws.multinomial(_draws.replicate_hashes(keys, num_samples), dtype)
         rows = _rows.per_row(metric, tags, inputs, kwargs)
         replicates = _rows.add_rows_shared(tags, state.replicates, rows, counts)
         stored = state.rows
@@ -112,19 +114,22 @@ def bootstrap(
         return BootstrapState(replicates, stored, state.seen + n, state.stream)
 
     def replicate_counts(state):
+        """Each replicate's counts of the stored rows (cat metrics), four replicates at a time."""
         if not state.rows:
-            return [None] * num_samples
+            yield from [None] * num_samples
+            return
         stored = cat_chunks(state.rows, None)
-        if not poisson:
-            return list(stored.to(torch.int64).unbind(-1))
-        hashes = _draws.replicate_hashes(stored, num_samples)
-        return list(_draws.poisson1(hashes, accum_dtype(stored.device)).unbind(0))
+        for first in range(0, num_samples, 4):
+            n = min(4, num_samples - first)
+            if poisson:
+                yield from _draws.poisson1_counts(stored, n, torch.float64, first).to(torch.int64).unbind(0)
+            else:
+                yield from stored[:, first:first + n].to(torch.int64).unbind(-1)
 
     def finalize(state):
-        counts = replicate_counts(state)
-        values = _rows.stack_values(name, [
-            metric.finalize(_rows.select(tags, state.replicates, r, counts[r])) for r in range(num_samples)])
-        return _summary(values)
+        values = [metric.finalize(_rows.select(tags, state.replicates, r, counts))
+                  for r, counts in enumerate(replicate_counts(state))]
+        return _summary(_rows.stack_values(name, values))
 
     def _summary(values):
         if isinstance(values, dict):

@@ -64,7 +64,7 @@ def _summary(reps, quantiles=(0.025, 0.975)):
 
 def poisson_counts(keys, num_samples):
     """Per-replicate Poisson(1) counts ``(R, N)`` for the given sample hashes."""
-    return _draws.poisson1(_draws.replicate_hashes(keys, num_samples), accum_dtype()).numpy()
+    return _draws.poisson1_counts(keys, num_samples, accum_dtype()).to(torch.int64).numpy()
 
 
 def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
