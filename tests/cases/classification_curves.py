@@ -82,7 +82,7 @@ def _sk_multiclass(fn, **kw):
 def _sk_roc(p, y):
     p, y = _kept(p.reshape(-1), y.reshape(-1))
     fpr, tpr, thr = skm.roc_curve(_np(y), _np(p), drop_intermediate=False)
-    return fpr.copy(), tpr.copy(), np.concatenate([[1.0], thr[1:]])  # torchmetrics starts at threshold 1, sklearn at inf
+    return fpr.copy(), tpr.copy(), np.concatenate([[1.0], thr[1:]])  # first threshold: 1 here, inf in sklearn
 
 
 def _sk_pr(p, y):

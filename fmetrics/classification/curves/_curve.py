@@ -66,8 +66,12 @@ def roc(c: Counts, name: str = "roc"):
     return divide(fps, c.neg), divide(tps, c.pos), thr
 
 
-def pr(c: Counts, name: str = "precision_recall_curve"):
-    """``(precision, recall, thresholds)`` with the final point ``(1, 0)``; exact thresholds increase."""
+def pr(c: Counts, name: str = "precision_recall_curve", absent: float = 1.0):
+    """``(precision, recall, thresholds)`` with the final point ``(1, 0)``; exact thresholds increase.
+
+    With no positives the exact recall is ``absent`` everywhere: 1 for binary /
+    multilabel columns, NaN for a multiclass class (torchmetrics' conventions).
+    """
     one = torch.ones(1, dtype=torch.float64, device=c.fps.device)
     if not c.exact:
         nan = float("nan")
@@ -76,9 +80,9 @@ def pr(c: Counts, name: str = "precision_recall_curve"):
         return torch.cat([precision, one]), torch.cat([recall, one * 0]), c.thr
     precision = divide(c.tps, c.tps + c.fps)
     if int(c.pos) == 0:
-        warnings.warn(f"{name}: no positive samples in target; recall is undefined and set to 1",
+        warnings.warn(f"{name}: no positive samples in target; recall is undefined and set to {absent}",
                       UserWarning, stacklevel=3)
-        recall = torch.ones_like(precision)
+        recall = torch.full_like(precision, absent)
     else:
         recall = divide(c.tps, c.pos)
     return torch.cat([precision.flip(0), one]), torch.cat([recall.flip(0), one * 0]), c.thr.flip(0)
@@ -91,9 +95,14 @@ def auc(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return torch.trapezoid(y.double(), x.double())
 
 
-def average_precision(precision: torch.Tensor, recall: torch.Tensor) -> torch.Tensor:
-    """``sum_n (R_n - R_{n+1}) P_n`` over a PR curve (NaN points count as 0)."""
-    precision, recall = torch.nan_to_num(precision, nan=0.0), torch.nan_to_num(recall, nan=0.0)
+def average_precision(precision: torch.Tensor, recall: torch.Tensor, exact: bool) -> torch.Tensor:
+    """``sum_n (R_n - R_{n+1}) P_n`` over a PR curve.
+
+    Binned curves count their undefined (NaN) points as 0; an exact curve is
+    NaN only for a multiclass class without positives, whose AP stays NaN.
+    """
+    if not exact:
+        precision, recall = torch.nan_to_num(precision, nan=0.0), torch.nan_to_num(recall, nan=0.0)
     return -torch.sum((recall[1:] - recall[:-1]) * precision[:-1])
 
 

@@ -217,6 +217,11 @@ class Family:
         pairs = self._pairs(state)
         return exact_counts(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))
 
+    @property
+    def absent_recall(self) -> float:
+        """Exact recall of a column without positives: NaN for a multiclass class, else 1 (torchmetrics)."""
+        return float("nan") if self.task == "multiclass" else 1.0
+
     def warn_if_hard(self, state) -> None:
         """Warns when every kept score is exactly 0 or 1: a ranking metric then measures the labels."""
         if self.thresholds is not None:

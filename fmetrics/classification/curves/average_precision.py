@@ -12,9 +12,9 @@ __all__ = ["binary_average_precision", "multiclass_average_precision", "multilab
            "average_precision"]
 
 
-def _column(counts, name: str) -> torch.Tensor:
-    precision, recall, _ = _curve.pr(counts, name)
-    return _curve.average_precision(precision, recall)
+def _column(counts, name: str, absent: float = 1.0) -> torch.Tensor:
+    precision, recall, _ = _curve.pr(counts, name, absent)
+    return _curve.average_precision(precision, recall, counts.exact)
 
 
 def multi_ap(fam, state, average: str) -> torch.Tensor:
@@ -22,7 +22,7 @@ def multi_ap(fam, state, average: str) -> torch.Tensor:
     if average == "micro":
         return _column(fam.pooled(state), fam.name)
     counts = fam.counts(state)
-    values = torch.stack([_column(c, fam.name) for c in counts])
+    values = torch.stack([_column(c, fam.name, fam.absent_recall) for c in counts])
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
 
 

@@ -1,4 +1,4 @@
-"""Equal error rate: ``(fpr + fnr) / 2`` at the first ROC point where ``|fpr - fnr|`` is smallest (``fnr = 1 - tpr``)."""
+"""Equal error rate: ``(fpr + fnr) / 2`` at the first ROC point of smallest ``|fpr - fnr|`` (``fnr = 1 - tpr``)."""
 from __future__ import annotations
 
 import torch

@@ -46,8 +46,8 @@ def _lexmax(keys, mask):
     return idx[0]
 
 
-def _on_pr(counts, name, floor, best_recall: bool):
-    precision, recall, thr = _curve.pr(counts, name)
+def _on_pr(counts, fam, floor, best_recall: bool):
+    precision, recall, thr = _curve.pr(counts, fam.name, fam.absent_recall)
     n = thr.numel()
     precision, recall = precision[:n], recall[:n]
     value, limit = (recall, precision) if best_recall else (precision, recall)
@@ -57,8 +57,8 @@ def _on_pr(counts, name, floor, best_recall: bool):
     return best, t
 
 
-def _on_roc(counts, name, floor, best_sensitivity: bool):
-    fpr, tpr, thr = _curve.roc(counts, name)
+def _on_roc(counts, fam, floor, best_sensitivity: bool):
+    fpr, tpr, thr = _curve.roc(counts, fam.name)
     value, limit = (tpr, 1 - fpr) if best_sensitivity else (1 - fpr, tpr)
     ok = limit >= floor
     if not bool(ok.any()):
@@ -81,7 +81,7 @@ def _make(kind: str, task: str, num, floor, thresholds, ignore_index, validate_a
     floor = check_fraction(fam.name, arg, floor)
 
     def finalize(state):
-        results = [point(c, fam.name, floor) for c in fam.counts(state)]
+        results = [point(c, fam, floor) for c in fam.counts(state)]
         if task == "binary":
             return results[0]
         values, thr = zip(*results)

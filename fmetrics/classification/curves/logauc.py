@@ -22,12 +22,21 @@ def _check_range(name: str, fpr_range) -> tuple:
     return float(fpr_range[0]), float(fpr_range[1])
 
 
+def _interp(x: torch.Tensor, xp: torch.Tensor, fp: torch.Tensor) -> torch.Tensor:
+    """``fp(xp)`` at ``x``, linear between the points sorted by ``xp`` and extended past the ends (as torchmetrics)."""
+    xp, order = torch.sort(xp, stable=True)
+    fp = fp[order]
+    slope = (fp[1:] - fp[:-1]) / (xp[1:] - xp[:-1])
+    i = (torch.searchsorted(xp, x) - 1).clamp(0, slope.numel() - 1)
+    return fp[i] + slope[i] * (x - xp[i])
+
+
 def _logauc(fpr: torch.Tensor, tpr: torch.Tensor, fpr_range: tuple, name: str) -> torch.Tensor:
     if fpr.numel() < 2:
         warnings.warn(f"{name}: the ROC curve has fewer than two points; log-AUC is 0", UserWarning, stacklevel=3)
         return torch.zeros((), dtype=torch.float64)
     bounds = torch.tensor(fpr_range, dtype=torch.float64, device=fpr.device)
-    tpr = torch.cat([tpr, _curve.interp(bounds, fpr, tpr)]).sort().values
+    tpr = torch.cat([tpr, _interp(bounds, fpr, tpr)]).sort().values
     log_fpr = torch.log10(torch.cat([fpr, bounds]).sort().values)
     log_bounds = torch.log10(bounds)
     lo = int(torch.nonzero(log_fpr == log_bounds[0])[-1])
@@ -44,7 +53,8 @@ def _multi(fam, state, fpr_range, average: str) -> torch.Tensor:
 def binary_logauc(fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Log-AUC: ``int tpr d(log10 fpr) / (log10 high - log10 low)`` over ``fpr_range = (low, high)``.
 
-    The ROC curve is interpolated linearly (in fpr) at both bounds.
+    The ROC curve is interpolated linearly (in fpr) at both bounds; tpr and
+    fpr are then sorted independently, as torchmetrics does.
 
     Example::
 

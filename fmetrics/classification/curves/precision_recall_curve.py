@@ -19,10 +19,10 @@ __all__ = [
 def multi_pr(fam, state, average: str):
     """``average``: ``"none"`` (per column), ``"micro"`` (pooled) or ``"macro"`` (torchmetrics' interpolation)."""
     if average == "micro":
-        return _curve.pr(fam.pooled(state), fam.name)
+        return _curve.pr(fam.pooled(state), fam.name)  # pooled: a 0/1 column, as torchmetrics
     counts = fam.counts(state)
     exact = counts[0].exact
-    precision, recall, thr = zip(*(_curve.pr(c, fam.name) for c in counts))
+    precision, recall, thr = zip(*(_curve.pr(c, fam.name, fam.absent_recall) for c in counts))
     if average == "macro":
         grid = torch.cat(precision).sort().values
         mean_recall = sum(_curve.interp(grid, p, r) for p, r in zip(precision, recall)) / len(counts)

@@ -100,5 +100,5 @@ def multilabel_ranking_loss(num_labels, ignore_index=None, validate_args=True) -
 
 
 def multilabel_coverage_error(num_labels, ignore_index=None, validate_args=True) -> Metric:
-    """Coverage error (scikit-learn's ``coverage_error``): how deep the ranking must go to cover every relevant label."""
+    """Coverage error (scikit-learn's ``coverage_error``): how deep the ranking goes to cover every relevant label."""
     return _make("multilabel_coverage_error", "coverage", num_labels, ignore_index, validate_args)
