@@ -186,3 +186,20 @@ def test_bad_dtypes_and_config():
         fm.retrieval_recall_at_fixed_precision(min_precision=1.5)
     with pytest.raises(ValueError, match="max_k"):
         fm.retrieval_precision_recall_curve(max_k=-2)
+
+
+def test_packed_sort_and_general_sort_agree():
+    from tests.cases.retrieval import make_run
+
+    preds, target, idx = make_run(5, n_queries=50)  # float32 scores with ties: one packed sort
+    metrics = [fm.retrieval_map(aggregation="none"), fm.retrieval_mrr(top_k=3, aggregation="none"),
+               fm.retrieval_precision(top_k=4, aggregation="none"), fm.retrieval_fall_out(aggregation="none"),
+               fm.retrieval_hit_rate(top_k=2, aggregation="none"), fm.retrieval_auroc(aggregation="none"),
+               fm.retrieval_normalized_dcg(top_k=3, aggregation="none"),
+               fm.retrieval_precision_recall_curve(max_k=5, aggregation="none")]
+    # float64 scores that float32 cannot hold (same order, same ties), and ids spanning > 2^30: general sorts
+    variants = [(preds.double() * (1 + 1e-12), idx), (preds, idx * 2**31)]
+    for m in metrics:
+        want = m(preds, target, idx)
+        for p, i in variants:
+            torch.testing.assert_close(m(p, target, i), want, msg=m.name)

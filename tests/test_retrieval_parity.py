@@ -137,3 +137,38 @@ def test_matches_trec_eval(seed, graded):
         if graded and measure not in GRADED:
             continue  # binary measures need binary targets in fmetrics (trec_eval reads rel >= 1)
         assert_values_close(metric(preds, target, indexes), want[measure], rtol=1e-9, atol=1e-12, what=measure)
+
+
+# ------------------------------------------------------------------ ranx (numba: ~20 s of JIT on first use)
+
+RANX = {
+    "ndcg@5": fm.retrieval_normalized_dcg(top_k=5, aggregation="none"),
+    "map": fm.retrieval_map(aggregation="none"),
+    "mrr": fm.retrieval_mrr(aggregation="none"),
+    "precision@3": fm.retrieval_precision(top_k=3, aggregation="none"),
+    "recall@3": fm.retrieval_recall(top_k=3, aggregation="none"),
+    "r-precision": fm.retrieval_r_precision(aggregation="none"),
+    "hit_rate@2": fm.retrieval_hit_rate(top_k=2, aggregation="none"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("graded", [False, True])
+def test_matches_ranx(graded):
+    ranx = pytest.importorskip("ranx")
+    preds, target, indexes = make_run(4, n_queries=60, max_rows=20, ties=False, positive=True, graded=graded,
+                                      dtype=torch.float64)
+    keep = torch.isin(indexes, indexes[target > 0])  # ranx evaluates only the queries with a relevant document
+    preds, target, indexes = preds[keep], target[keep], indexes[keep]
+    qrels, run = {}, {}
+    for i, (p, t, q) in enumerate(zip(preds.tolist(), target.tolist(), indexes.tolist())):
+        run.setdefault(f"q{q}", {})[f"d{i}"] = p
+        if t > 0:
+            qrels.setdefault(f"q{q}", {})[f"d{i}"] = int(t)
+    measures = [m for m in RANX if graded == m.startswith("ndcg") or not graded]
+    want = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), measures, return_mean=False)
+    want = want if isinstance(want, dict) else {measures[0]: want}  # one measure: a bare array
+    order = sorted(range(len(qrels)), key=lambda j: int(sorted(qrels)[j][1:]))  # ranx: queries by name
+    for m in measures:
+        expected = torch.as_tensor(want[m], dtype=torch.float64)[order]
+        assert_values_close(RANX[m](preds, target, indexes), expected, rtol=1e-9, atol=1e-12, what=m)

@@ -1,16 +1,17 @@
 """`Ranking`: a retrieval state's rows grouped by query and ranked by score, computed once.
 
-Rows are ordered by (query id ascending, score descending) with one stable
-int64 sort (a radix sort on CPU) of a packed key: the query id and an
-order-preserving integer image of the score (`sort_rows`). Per-query quantities are segment sums
+Rows are ordered by (query id ascending, score descending, relevant last)
+with one stable int64 sort (a radix sort on CPU) of a packed key: the query
+id, an order-preserving integer image of the score and the relevance bit
+(`sort_rows`). Per-query quantities are segment sums
 over that order (differences of a cumulative sum), so nothing loops over
 queries. ``ranking(state, ignore_index)`` caches the last result, so the
 retrieval metrics of one `fmetrics.collection` finalize over one grouping.
 
-Ties (equal scores within a query) form *tie groups*. `relevant` breaks them
-pessimistically: within a tie group the non-relevant rows come first, so a
-constant score never earns credit. NDCG averages gains over tie groups instead
-(torchmetrics' rule), using `tie` / `tie_starts`.
+Ties (equal scores within a query) are broken pessimistically: the sort puts
+a tie's non-relevant rows first, so a constant score never earns credit. The
+rows of a tie also form a *tie group* (`tie` / `tie_starts`): NDCG averages
+gains over it (torchmetrics' rule) and AUROC gives tied pairs half credit.
 """
 from __future__ import annotations
 
@@ -38,29 +39,35 @@ def _order_key32(score: torch.Tensor) -> torch.Tensor:
     return torch.where(bits < 0, -1 - bits, bits + (1 << 31))
 
 
-def sort_rows(values: torch.Tensor, groups: torch.Tensor):
-    """Rows ordered by (group ascending, value descending): ``(order, sorted groups, sorted tie keys)``.
+def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
+    """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
 
-    Equal tie keys within a group mean equal values. Float32-exact values and a
-    group range under 2^31 take one stable int64 sort of a packed key
-    ``group << 32 | descending value bits`` (a radix sort on CPU); anything else
-    two (value, then group). The order within a tie is unspecified.
+    Returns ``(order, sorted groups, sorted tie keys, sorted values > 0)``; equal tie
+    keys within a group mean equal values. Float32-exact values and a group
+    range under 2^30 take one stable int64 sort of a packed key
+    ``group << 33 | descending value bits << 1 | last`` (a radix sort on CPU);
+    anything else a stable sort per key. The order within a tie is otherwise
+    unspecified.
     """
     n = values.shape[0]
     if values.dtype in (torch.float16, torch.bfloat16) or (
         values.dtype == torch.float64 and bool((values.float().double() == values).all())
     ):
         values = values.float()
+    flag = torch.zeros_like(groups) if last is None else last.to(torch.int64)
     if n and values.dtype == torch.float32:
         low, high = int(groups.min()), int(groups.max())
-        if high - low < (1 << 31):
-            packed = ((groups - low) << 32) | (_LOW32 - _order_key32(values))
+        if high - low < (1 << 30):
+            packed = ((groups - low) << 33) | ((_LOW32 - _order_key32(values)) << 1) | flag
             packed, order = torch.sort(packed, stable=True)
-            return order, (packed >> 32) + low, packed
+            tie_key = packed >> 1
+            return order, (packed >> 33) + low, tie_key, (tie_key & _LOW32) < (1 << 31) - 1
     key = _order_key(values)
-    by_value = torch.sort(~key, stable=True).indices
-    order = by_value[torch.sort(groups[by_value], stable=True).indices]
-    return order, groups[order], key[order]
+    order = torch.sort(flag, stable=True).indices
+    order = order[torch.sort(~key[order], stable=True).indices]
+    order = order[torch.sort(groups[order], stable=True).indices]
+    tie_key = key[order]
+    return order, groups[order], tie_key, tie_key > 0
 
 
 def _starts(new: torch.Tensor) -> torch.Tensor:
@@ -70,27 +77,27 @@ def _starts(new: torch.Tensor) -> torch.Tensor:
 def segment_sum(x: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
     """Sums of ``x`` over the contiguous segments beginning at ``starts``."""
     c = torch.cumsum(x, 0)
-    c = torch.cat([c.new_zeros(1), c])
-    ends = torch.cat([starts[1:], starts.new_tensor([x.shape[0]])])
-    return c[ends] - c[starts]
+    ends = torch.cat([starts[1:], starts.new_tensor([x.shape[0]])])[: starts.shape[0]]
+    before = torch.where(starts > 0, c[(starts - 1).clamp_min(0)], torch.zeros_like(c[:1]))
+    return c[ends - 1] - before
 
 
 class Ranking:
-    """Rows sorted by (query, score descending), with per-row and per-query indices.
+    """Rows sorted by (query, score descending), ties broken pessimistically, with per-row and per-query indices.
 
     Attributes (rows are in ranked order):
-      score, target: float64 per row.
+      target: per row, as given; relevant: target > 0; retrieved: score > 0.
       query: per row, the position of its query (0..num_queries-1).
-      rank: per row, its 0-based rank within its query (order within ties unspecified; see `relevant`).
+      rank: per row, its 0-based rank within its query.
       ids: per query, the query id; starts / sizes: its first row and row count.
-      tie, tie_starts: per row, its tie group; per tie group, its first row.
+      tie, tie_starts: per row, its tie group (equal scores); per tie group, its first row.
     """
 
     def __init__(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor):
         n = preds.shape[0]
-        self.order, q, tie_key = sort_rows(preds, indexes)
-        self._preds = preds
-        self.target = target[self.order].to(torch.float64)
+        order, q, tie_key, self.retrieved = sort_rows(preds, indexes, last=target > 0)
+        self.target = target[order]
+        self.relevant = self.target > 0
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         new_query[1:] = q[1:] != q[:-1]
         self.starts = _starts(new_query)
@@ -106,11 +113,6 @@ class Ranking:
         self.tie = torch.cumsum(new_tie, 0) - 1
         self.n = n
 
-    @cached_property
-    def score(self) -> torch.Tensor:
-        """Per row: the score, float64."""
-        return self._preds[self.order].to(torch.float64)
-
     def per_query(self, x: torch.Tensor) -> torch.Tensor:
         """Per-query sums of a per-row quantity."""
         return segment_sum(x, self.starts)
@@ -121,30 +123,19 @@ class Ranking:
         return c - (c[self.starts] - x[self.starts])[self.query]
 
     @cached_property
-    def relevant(self) -> torch.Tensor:
-        """Per-row binary relevance in ranked order, ties broken pessimistically."""
-        rel = self.target > 0
-        if self.tie_starts.shape[0] == self.n:
-            return rel
-        tie_rel = segment_sum(rel.to(torch.int64), self.tie_starts)
-        tie_size = torch.diff(self.tie_starts, append=self.tie_starts.new_tensor([self.n]))
-        offset = self.position - self.tie_starts[self.tie]
-        return offset >= (tie_size - tie_rel)[self.tie]
+    def gains(self) -> torch.Tensor:
+        """Per row: the target as a float64 gain."""
+        return self.target.to(torch.float64)
 
     @cached_property
     def num_relevant(self) -> torch.Tensor:
         """Per query: rows with target > 0 (int64)."""
-        return self.per_query((self.target > 0).to(torch.int64))
+        return self.per_query(self.relevant.to(torch.int64))
 
     @cached_property
     def relevant_so_far(self) -> torch.Tensor:
         """Per row: relevant rows at or above it in its query (int64)."""
         return self.cumulative(self.relevant.to(torch.int64))
-
-    @cached_property
-    def retrieved(self) -> torch.Tensor:
-        """Per row: score > 0 (torchmetrics' MAP/MRR/precision/recall treat the rest as not retrieved)."""
-        return self.score > 0
 
 
 _LAST: list = []  # [(fingerprint, state, ranking)]: the last grouping, for metrics sharing a state

@@ -12,7 +12,7 @@ from fmetrics.retrieval._ranking import Ranking, segment_sum, sort_rows
 
 def _ideal_gains(r: Ranking) -> torch.Tensor:
     """Per row: the gain at that rank of the ideal ranking (targets sorted descending per query)."""
-    t = r.target
+    t = r.gains
     if bool(((t == 0) | (t == 1)).all()):
         return (r.rank < r.num_relevant[r.query]).to(torch.float64)
     return t[sort_rows(t, r.query)[0]]
@@ -44,7 +44,7 @@ def retrieval_normalized_dcg(
     def per_query(r: Ranking) -> torch.Tensor:
         discount = torch.where(_base.cutoff(r, top_k), 1.0 / torch.log2(r.rank.to(torch.float64) + 2.0), 0.0)
         tie_size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
-        tie_gain = segment_sum(r.target, r.tie_starts) / tie_size
+        tie_gain = segment_sum(r.gains, r.tie_starts) / tie_size
         dcg = r.per_query(tie_gain[r.tie] * discount)
         idcg = r.per_query(_ideal_gains(r) * discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
