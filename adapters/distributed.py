@@ -13,6 +13,10 @@ It needs one small fixed-size exchange plus one collective per bucket:
 2. **Fast path**: leaves tagged ``"sum"`` / ``"min"`` / ``"max"`` are packed into
    one flat buffer per (op, dtype) and ``all_reduce``-d: a whole collection of
    metrics costs a handful of collectives, however many metrics it holds.
+   Float min/max leaves carry a NaN flag per element in the same buffer, so
+   NaN wins as it does in ``torch.minimum`` / ``torch.maximum``. Dtypes the
+   backends do not all-reduce (bool, int16, complex, ...) take the gather
+   path and are folded with the tag's operation in rank order.
 3. **Gather path**: ``"cat"`` fields (tuples of chunks) and untagged subtrees
    are packed, as bytes, into one padded buffer and ``all_gather``-ed once;
    each rank's pieces are cut back out (padding removed).
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional
 
 import torch
 import torch.distributed as dist
