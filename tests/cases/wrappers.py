@@ -8,6 +8,7 @@ an independent computation.
 """
 import numpy as np
 import torch
+from sklearn import metrics as skm
 
 import fmetrics as fm
 from fmetrics import wrappers as W
@@ -46,6 +47,11 @@ def _with_ids(seed):
         out.append((ids[lo:lo + n], torch.randn(n, generator=g) * 2 + 1))
         lo += n
     return out
+
+
+def _ids_pairs(seed):
+    g = _gen(seed)
+    return [(ids, x, torch.randn(x.shape[0], generator=g)) for ids, x in _with_ids(seed)]
 
 
 def _grouped(seed, groups=3):
@@ -145,6 +151,41 @@ def _tasks(seed):
     return [({"a": torch.randn(n, generator=g), "b": torch.rand(n, generator=g)},) for n in SIZES]
 
 
+def _classes(seed, classes=4):
+    g = _gen(seed)
+    ids = torch.randperm(sum(SIZES), generator=g) * 7 + 3
+    out, lo = [], 0
+    for n in SIZES:
+        target = torch.randint(0, classes, (n,), generator=g)
+        logits = torch.randn(n, classes, generator=g) + 1.5 * torch.nn.functional.one_hot(target, classes)
+        out.append((ids[lo:lo + n], logits.softmax(-1), target))
+        lo += n
+    return out
+
+
+def _binary(seed, with_ids=True, groups=0):
+    g = _gen(seed)
+    ids = torch.randperm(sum(SIZES) * 2, generator=g)
+    out, lo = [], 0
+    for n in SIZES:
+        n = 2 * n  # enough rows that every resample holds both classes
+        target = torch.randint(0, 2, (n,), generator=g)
+        preds = torch.sigmoid(torch.randn(n, generator=g) + target)
+        first = ids[lo:lo + n] if with_ids else torch.randint(0, groups, (n,), generator=g)
+        out.append((first, preds, target))
+        lo += n
+    return out
+
+
+def _accuracy(p, t):
+    return skm.accuracy_score(t, p.argmax(-1))
+
+
+def _regression_columns(seed):
+    g = _gen(seed)
+    return [(torch.randn(n, 2, generator=g), torch.randn(n, 2, generator=g)) for n in SIZES]
+
+
 _BATCHING = "the draws of multinomial resampling are per batch (as torchmetrics'), so the value depends on batching"
 _OFFSETS = ("without sample ids a row's draw key is its arrival position in its own stream, so reordered "
             "batches and shards started from init() draw differently from one process (merges stay exact)")
@@ -166,6 +207,27 @@ CASES = [
          check={"laws": [law for law in fm.testing.LAWS if law not in ("split invariance", "merge associativity",
                                                                          "distributed equivalence")]},
          why=_BATCHING),
+    Case("bootstrap-multiclass_accuracy-ids", W.bootstrap,
+         {"metric": fm.multiclass_accuracy(num_classes=4, average="micro"), "num_samples": 12, "sample_ids": True},
+         _classes, reference=_boot_ref(_accuracy, 12, 0), integer_state=False),
+    Case("bootstrap-mean_squared_error-ids", W.bootstrap,
+         {"metric": fm.mean_squared_error(), "num_samples": 12, "sample_ids": True, "seed": 8},
+         _ids_pairs, reference=_boot_ref(lambda p, t: np.mean((p - t) ** 2), 12, 8)),
+    Case("bootstrap-binary_auroc-ids", W.bootstrap,
+         {"metric": fm.binary_auroc(), "num_samples": 10, "sample_ids": True, "seed": 6}, _binary,
+         reference=_boot_ref(lambda p, t: skm.roc_auc_score(t, p), 10, 6)),
+    Case("grouped-binary_auroc", W.grouped, {"metric": fm.binary_auroc(), "num_groups": 2},
+         lambda s: _binary(s, with_ids=False, groups=2),
+         reference=lambda g, p, t: np.array([skm.roc_auc_score(_np(t)[g.numpy() == k], _np(p)[g.numpy() == k])
+                                             for k in range(2)])),
+    Case("classwise-multiclass_accuracy", W.classwise,
+         {"metric": fm.multiclass_accuracy(num_classes=4, average=None), "labels": ["a", "b", "c", "d"],
+          "prefix": "acc_"},
+         lambda s: [b[1:] for b in _classes(s)],
+         reference=lambda p, t: dict(zip(["acc_a", "acc_b", "acc_c", "acc_d"],
+                                         skm.recall_score(t, p.argmax(-1), average=None, labels=range(4))))),
+    Case("multioutput-mean_squared_error", W.multioutput, {"metric": fm.mean_squared_error(), "num_outputs": 2},
+         _regression_columns, reference=lambda p, t: np.mean((_np(p) - _np(t)) ** 2, axis=0)),
     Case("grouped-mean", W.grouped, {"metric": fm.mean(), "num_groups": 3}, _grouped,
          reference=_grouped_ref(np.mean, 3)),
     Case("grouped-median-cat-labels", W.grouped, {"metric": median(), "num_groups": 2, "labels": ["x", "y"]},
