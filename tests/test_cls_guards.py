@@ -232,3 +232,19 @@ def test_empty_batch_and_no_data():
 def test_matthews_degenerate_matrices_match_torchmetrics(preds, target):
     p, t = torch.tensor(preds), torch.tensor(target)
     assert abs(float(fm.binary_matthews_corrcoef()(p, t)) - float(tmf.binary_matthews_corrcoef(p, t))) < 1e-6
+
+
+def test_validate_args_false_gives_the_same_values_on_valid_input():
+    g = torch.Generator().manual_seed(5)
+    p, t = torch.randn(60, 4, 3, generator=g), torch.randint(0, 4, (60, 3), generator=g)
+    t = torch.where(torch.rand(t.shape, generator=g) < 0.1, -1, t)
+    for make in (lambda v: fm.multiclass_f1_score(4, ignore_index=-1, validate_args=v),
+                 lambda v: fm.multiclass_accuracy(4, top_k=2, multidim_average="samplewise", ignore_index=-1,
+                                                  validate_args=v),
+                 lambda v: fm.multiclass_confusion_matrix(4, ignore_index=-1, validate_args=v),
+                 lambda v: fm.multiclass_exact_match(4, ignore_index=-1, validate_args=v)):
+        torch.testing.assert_close(make(False)(p, t), make(True)(p, t))
+    pl, tl = torch.rand(60, 4, generator=g), torch.randint(0, 2, (60, 4), generator=g)
+    torch.testing.assert_close(fm.multilabel_recall(4, validate_args=False)(pl, tl), fm.multilabel_recall(4)(pl, tl))
+    torch.testing.assert_close(fm.binary_precision(validate_args=False)(pl[:, 0], tl[:, 0]),
+                               fm.binary_precision()(pl[:, 0], tl[:, 0]))
