@@ -145,12 +145,8 @@ def _squeeze_pair(preds: torch.Tensor, target: torch.Tensor):
     return preds, target
 
 
-def _zeros3(device) -> torch.Tensor:
-    return torch.zeros(3, dtype=torch.int64, device=device)
-
-
-def _label_values(x: torch.Tensor, num: int, extra: Optional[int]):
-    """``(labels int64, ok bool)``: ``x`` holds an integer in ``[0, num)`` (or equals ``extra``)."""
+def _label_values(x: torch.Tensor, num: int):
+    """``(labels int64, ok bool)``: ``x`` holds an integer in ``[0, num)``."""
     if x.dtype == torch.bool:
         return x.long(), torch.ones_like(x, dtype=torch.bool)
     if x.is_floating_point():
@@ -159,14 +155,12 @@ def _label_values(x: torch.Tensor, num: int, extra: Optional[int]):
     else:
         ok = (x >= 0) & (x < num)
         labels = x.long()
-    if extra is not None:
-        ok = ok | (x == extra)
     return labels, ok
 
 
 def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
     """``(target int64 with dropped entries 0, keep, count of invalid entries)`` for labels in ``[0, num)``."""
-    labels, ok = _label_values(target, num, None)
+    labels, ok = _label_values(target, num)
     if ignore_index is None:
         if not validate:
             return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=target.device)
@@ -182,7 +176,7 @@ def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
 
 
 def _preds_labels(preds: torch.Tensor, num: int, validate: bool):
-    labels, ok = _label_values(preds, num, None)
+    labels, ok = _label_values(preds, num)
     if not validate:
         return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=preds.device)
     return torch.where(ok, labels, 0), ok, validation.count(~ok)
@@ -202,7 +196,7 @@ def _samplewise_ndim(name: str, x: torch.Tensor, at_least: int, layout: str):
 # ------------------------------------------------------------------ tasks
 
 
-def _binary_like(name, preds, target, ignore_index, validate):
+def _binary_like(preds, target, ignore_index, validate):
     """Shared by binary and multilabel once shapes agree."""
     tgt, keep, bad_t = _target(target, 2, ignore_index, validate)
     if preds.is_floating_point():
@@ -230,7 +224,7 @@ def binary_inputs(name: str, preds, target, ignore_index: Optional[int] = None,
         raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
     if samplewise:
         _samplewise_ndim(name, preds, 2, "(N, ...)")
-    return _binary_like(name, _flat(preds, 1), _flat(target, 1), ignore_index, validate)
+    return _binary_like(_flat(preds, 1), _flat(target, 1), ignore_index, validate)
 
 
 def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: Optional[int] = None,
@@ -243,7 +237,7 @@ def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: O
         raise validation.fail(name, "preds", f"shape (N, num_labels={num_labels}, ...)", tuple(preds.shape))
     if samplewise:
         _samplewise_ndim(name, preds, 3, "(N, L, ...)")
-    return _binary_like(name, _flat(preds, 2), _flat(target, 2), ignore_index, validate)
+    return _binary_like(_flat(preds, 2), _flat(target, 2), ignore_index, validate)
 
 
 def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: Optional[int] = None,

@@ -195,7 +195,7 @@ def task_dispatch(name: str, task, num_classes, num_labels, binary: Optional[Cal
 # ------------------------------------------------------------------ stat scores themselves
 
 
-def _stat_scores_value(average: str, multilabel: bool):
+def _stat_scores_value(average: str):
     def value(counts: Counts):
         tp, fp, tn, fn = counts
         res = torch.stack([tp, fp, tn, fn, tp + fn], dim=-1)  # (..., C, 5)
@@ -224,7 +224,7 @@ def binary_stat_scores(threshold: float = 0.5, multidim_average: str = "global",
         >>> fmetrics.binary_stat_scores()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
         tensor([1, 1, 0, 1, 2])
     """
-    return counts_metric("binary_stat_scores", "binary", 1, _stat_scores_value("binary", False),
+    return counts_metric("binary_stat_scores", "binary", 1, _stat_scores_value("binary"),
                          threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
                          validate_args=validate_args)
 
@@ -241,7 +241,7 @@ def multiclass_stat_scores(num_classes: int, average: Optional[str] = "macro", t
         tensor([2, 1, 5, 1, 3])
     """
     name = "multiclass_stat_scores"
-    return counts_metric(name, "multiclass", num_classes, _stat_scores_value(check_average(name, average), False),
+    return counts_metric(name, "multiclass", num_classes, _stat_scores_value(check_average(name, average)),
                          top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index,
                          validate_args=validate_args)
 
@@ -258,7 +258,7 @@ def multilabel_stat_scores(num_labels: int, threshold: float = 0.5, average: Opt
         tensor([2, 1, 2, 1, 3])
     """
     name = "multilabel_stat_scores"
-    return counts_metric(name, "multilabel", num_labels, _stat_scores_value(check_average(name, average), True),
+    return counts_metric(name, "multilabel", num_labels, _stat_scores_value(check_average(name, average)),
                          threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
                          validate_args=validate_args)
 
