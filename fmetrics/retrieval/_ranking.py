@@ -5,8 +5,9 @@ with one stable int64 sort (a radix sort on CPU) of a packed key: the query
 id, an order-preserving integer image of the score and the relevance bit
 (`sort_rows`). Per-query quantities are segment sums
 over that order (differences of a cumulative sum), so nothing loops over
-queries. ``ranking(state, ignore_index)`` caches the last result, so the
-retrieval metrics of one `fmetrics.collection` finalize over one grouping.
+queries. ``ranking(state, ignore_index)`` caches the last result while that
+state lives, so the retrieval metrics of one `fmetrics.collection` finalize
+over one grouping.
 
 Ties (equal scores within a query) are broken pessimistically: the sort puts
 a tie's non-relevant rows first, so a constant score never earns credit. The
@@ -15,6 +16,7 @@ gains over it (torchmetrics' rule) and AUROC gives tied pairs half credit.
 """
 from __future__ import annotations
 
+import weakref
 from functools import cached_property
 from typing import Optional
 
@@ -42,9 +44,9 @@ def _order_key32(score: torch.Tensor) -> torch.Tensor:
 def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
     """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
 
-    Returns ``(order, sorted groups, sorted tie keys, sorted values > 0)``; equal tie
-    keys within a group mean equal values. Float32-exact values and a group
-    range under 2^30 take one stable int64 sort of a packed key
+    Returns ``(order, sorted groups, sorted tie keys, sorted values > 0, sorted last)``;
+    equal tie keys within a group mean equal values. Float32-exact values and a
+    group range under 2^30 take one stable int64 sort of a packed key
     ``group << 33 | descending value bits << 1 | last`` (a radix sort on CPU);
     anything else a stable sort per key. The order within a tie is otherwise
     unspecified.
@@ -61,13 +63,13 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
             packed = ((groups - low) << 33) | ((_LOW32 - _order_key32(values)) << 1) | flag
             packed, order = torch.sort(packed, stable=True)
             tie_key = packed >> 1
-            return order, (packed >> 33) + low, tie_key, (tie_key & _LOW32) < (1 << 31) - 1
+            return order, (packed >> 33) + low, tie_key, (tie_key & _LOW32) < (1 << 31) - 1, (packed & 1) == 1
     key = _order_key(values)
     order = torch.sort(flag, stable=True).indices
     order = order[torch.sort(~key[order], stable=True).indices]
     order = order[torch.sort(groups[order], stable=True).indices]
     tie_key = key[order]
-    return order, groups[order], tie_key, tie_key > 0
+    return order, groups[order], tie_key, tie_key > 0, flag[order] == 1
 
 
 def _starts(new: torch.Tensor) -> torch.Tensor:
@@ -86,7 +88,7 @@ class Ranking:
     """Rows sorted by (query, score descending), ties broken pessimistically, with per-row and per-query indices.
 
     Attributes (rows are in ranked order):
-      target: per row, as given; relevant: target > 0; retrieved: score > 0.
+      relevant: per row, target > 0; retrieved: score > 0; gains: the target, float64.
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
       ids: per query, the query id; starts / sizes: its first row and row count.
@@ -95,23 +97,36 @@ class Ranking:
 
     def __init__(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor):
         n = preds.shape[0]
-        order, q, tie_key, self.retrieved = sort_rows(preds, indexes, last=target > 0)
-        self.target = target[order]
-        self.relevant = self.target > 0
+        self._order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(preds, indexes, last=target > 0)
+        self._target = target
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         new_query[1:] = q[1:] != q[:-1]
+        self._new_query = new_query
         self.starts = _starts(new_query)
         self.num_queries = self.starts.shape[0]
         self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
         self.query = torch.cumsum(new_query, 0) - 1
-        self.position = torch.arange(n, device=q.device)
-        self.rank = self.position - self.starts[self.query]
+        self.rank = torch.arange(n, device=q.device) - self.starts[self.query]
         self.ids = q[self.starts]
-        new_tie = new_query.clone()
-        new_tie[1:] |= tie_key[1:] != tie_key[:-1]
-        self.tie_starts = _starts(new_tie)
-        self.tie = torch.cumsum(new_tie, 0) - 1
         self.n = n
+
+    @cached_property
+    def gains(self) -> torch.Tensor:
+        """Per row: the target as a float64 gain."""
+        return self._target[self._order].to(torch.float64)
+
+    @cached_property
+    def tie_starts(self) -> torch.Tensor:
+        """Per tie group (equal scores within a query): its first row."""
+        new_tie = self._new_query.clone()
+        new_tie[1:] |= self._tie_key[1:] != self._tie_key[:-1]
+        return _starts(new_tie)
+
+    @cached_property
+    def tie(self) -> torch.Tensor:
+        """Per row: its tie group."""
+        marks = torch.zeros(self.n, dtype=torch.int64, device=self.rank.device)
+        return torch.cumsum(marks.index_fill_(0, self.tie_starts, 1), 0) - 1
 
     def per_query(self, x: torch.Tensor) -> torch.Tensor:
         """Per-query sums of a per-row quantity."""
@@ -121,11 +136,6 @@ class Ranking:
         """Per-row inclusive running sum of ``x`` within each query."""
         c = torch.cumsum(x, 0)
         return c - (c[self.starts] - x[self.starts])[self.query]
-
-    @cached_property
-    def gains(self) -> torch.Tensor:
-        """Per row: the target as a float64 gain."""
-        return self.target.to(torch.float64)
 
     @cached_property
     def num_relevant(self) -> torch.Tensor:
@@ -138,7 +148,9 @@ class Ranking:
         return self.cumulative(self.relevant.to(torch.int64))
 
 
-_LAST: list = []  # [(fingerprint, state, ranking)]: the last grouping, for metrics sharing a state
+# The last grouping, for metrics finalizing the same state: (fingerprint, weak refs to the leaves, ranking).
+# It lives only as long as every leaf of that state does (a weakref callback drops it).
+_LAST: list = []
 
 
 def _fingerprint(state: RetrievalState, ignore_index: Optional[int]) -> tuple:
@@ -152,10 +164,15 @@ def _fingerprint(state: RetrievalState, ignore_index: Optional[int]) -> tuple:
     return tuple(parts)
 
 
+def _forget(ref) -> None:
+    if _LAST and any(r is ref for r in _LAST[0][1]):
+        _LAST.clear()
+
+
 def ranking(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
     """The `Ranking` of a state's rows (rows whose target equals ``ignore_index`` dropped); cached."""
     fp = _fingerprint(state, ignore_index)
-    if _LAST and _LAST[0][0] == fp:
+    if _LAST and _LAST[0][0] == fp and all(r() is not None for r in _LAST[0][1]):
         return _LAST[0][2]
     device = state.negative_indexes.device
     preds = cat_chunks(state.preds, torch.empty(0, device=device))
@@ -165,5 +182,5 @@ def ranking(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
         keep = target != ignore_index
         preds, target, indexes = preds[keep], target[keep], indexes[keep]
     result = Ranking(preds, target, indexes)
-    _LAST[:] = [(fp, state, result)]
+    _LAST[:] = [(fp, [weakref.ref(x, _forget) for x in leaves(state)], result)]
     return result
