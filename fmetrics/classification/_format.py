@@ -57,6 +57,7 @@ __all__ = [
     "logits_flag",
     "sigmoid_if_logits",
     "softmax_if_logits",
+    "argmax_classes",
     "check_ignore_index",
     "check_multidim_average",
     "check_num",
@@ -120,6 +121,31 @@ def sigmoid_if_logits(x: torch.Tensor) -> torch.Tensor:
 def softmax_if_logits(x: torch.Tensor, dim: int = 1) -> torch.Tensor:
     """``softmax(x, dim)`` if any entry of the batch is outside ``[0, 1]``, else ``x`` (no host sync)."""
     return torch.where(logits_flag(x), x.softmax(dim), x)
+
+
+# ------------------------------------------------------------------ multiclass labels
+
+
+def argmax_classes(scores: torch.Tensor):
+    """``(labels, nan)`` for scores ``(N, C, M)``: ``argmax`` over ``C`` (first maximum on ties) and
+    whether the row holds a NaN, both ``(N, M)``.
+
+    For float32 / float64 scores without extra dimensions it avoids ``torch.argmax``, whose CPU kernel
+    does not vectorize, and uses vectorized passes instead (about 2x faster on CPU): the row maximum
+    ``mx`` (``amax``), then ``sign(x - mx) + 1`` is 1 exactly at the maxima (``x - mx == 0`` iff
+    ``x == mx`` in IEEE arithmetic; ``inf - inf`` is mapped to 0), weighted by ``C - index`` so the
+    largest weight marks the first maximum. A NaN makes ``mx`` NaN, which flags the row. This costs a
+    temporary the size of the scores.
+    """
+    c = scores.shape[1]
+    if scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64):
+        labels = scores.argmax(1)
+        return labels, torch.isnan(scores.gather(1, labels.unsqueeze(1))[:, 0])
+    x = scores[:, :, 0]
+    mx = x.amax(1, keepdim=True)
+    weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device)
+    marks = torch.sub(x, mx).nan_to_num_(0.0).sign_().add_(1).mul_(weight)  # C - index at maxima, else 0
+    return (c - marks.amax(1, keepdim=True)).long(), torch.isnan(mx)
 
 
 # ------------------------------------------------------------------ helpers
@@ -291,14 +317,15 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
     else:
         scores_ = _flat(preds, 2)
         if top_k == 1:
-            preds = top = scores_.argmax(1)
+            preds, nan = argmax_classes(scores_)
         else:
             idx = scores_.topk(top_k, dim=1).indices  # (N, k, M)
             top = idx[:, 0]
             preds = torch.where((idx == tgt.unsqueeze(1)).any(1), tgt, top)
+            nan = torch.isnan(scores_.gather(1, top.unsqueeze(1))[:, 0])
         bad_p = bad_n = zero
         if validate:
-            nan = torch.isnan(scores_.gather(1, top.unsqueeze(1))[:, 0]) & keep
+            nan = nan & keep
             keep = keep & ~nan
             bad_n = validation.count(nan)
     return Formatted(preds, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
