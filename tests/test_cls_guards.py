@@ -248,3 +248,17 @@ def test_validate_args_false_gives_the_same_values_on_valid_input():
     torch.testing.assert_close(fm.multilabel_recall(4, validate_args=False)(pl, tl), fm.multilabel_recall(4)(pl, tl))
     torch.testing.assert_close(fm.binary_precision(validate_args=False)(pl[:, 0], tl[:, 0]),
                                fm.binary_precision()(pl[:, 0], tl[:, 0]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
+    g = torch.Generator().manual_seed(6)
+    for trial in range(60):
+        n, c = int(torch.randint(0, 40, (1,), generator=g)), int(torch.randint(2, 12, (1,), generator=g))
+        x = torch.randint(-2, 3, (n, c, 1), generator=g).to(dtype)  # many ties
+        x[torch.rand(x.shape, generator=g) < 0.15] = float("inf")
+        x[torch.rand(x.shape, generator=g) < 0.15] = -float("inf")
+        labels, nan = _format.argmax_classes(x)
+        assert torch.equal(labels, x.argmax(1)) and not nan.any()
+    x = torch.tensor([[1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]], dtype=dtype).unsqueeze(-1)
+    assert _format.argmax_classes(x)[1].reshape(-1).tolist() == [True, False]
