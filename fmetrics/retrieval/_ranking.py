@@ -91,7 +91,7 @@ class Ranking:
       relevant: per row, target > 0; retrieved: score > 0; gains: the target, float64.
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
-      ids: per query, the query id; starts / sizes: its first row and row count.
+      starts / sizes: per query (ascending query id), its first row and row count.
       tie, tie_starts: per row, its tie group (equal scores); per tie group, its first row.
     """
 
@@ -107,7 +107,6 @@ class Ranking:
         self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
         self.query = torch.cumsum(new_query, 0) - 1
         self.rank = torch.arange(n, device=q.device) - self.starts[self.query]
-        self.ids = q[self.starts]
         self.n = n
 
     @cached_property
