@@ -1,6 +1,7 @@
 """Retrieval semantics by hand: ties, empty queries, aggregation, bad input, shared grouping."""
 from __future__ import annotations
 
+import gc
 import math
 
 import pytest
@@ -117,6 +118,16 @@ def test_collection_shares_state_update_and_grouping(monkeypatch):
     assert len(built) == 1
     for name, m in metrics.items():
         torch.testing.assert_close(out[name], m(preds, target, idx))
+
+
+def test_cached_grouping_lives_only_as_long_as_its_state():
+    m = fm.retrieval_mrr()
+    state = m.update(m.init(), T([.1, .9]), T([1, 0]), T([0, 0]))
+    m.finalize(state)
+    assert _ranking._LAST
+    del state
+    gc.collect()
+    assert not _ranking._LAST
 
 
 def test_cached_grouping_sees_in_place_changes():
