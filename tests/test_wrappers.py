@@ -263,6 +263,17 @@ def test_multioutput_matches_torchmetrics_with_nan_rows():
     torch.testing.assert_close(m.finalize(s).float(), tm.compute(), rtol=1e-5, atol=1e-6)
 
 
+def test_multioutput_of_a_merge_only_metric_drops_nan_rows_by_merges():
+    g = torch.Generator().manual_seed(6)
+    x, y = torch.randn(120, 2, generator=g), torch.randn(120, 2, generator=g)
+    x[::7, 0] = float("nan")
+    y[::5, 1] = float("nan")
+    got = W.multioutput(fm.pearson_corrcoef(), 2)(x, y)
+    for j in range(2):
+        keep = ~(torch.isnan(x[:, j]) | torch.isnan(y[:, j]))
+        assert abs(got[j].item() - stats.pearsonr(x[keep, j].double(), y[keep, j].double())[0]) < 1e-10
+
+
 def test_multioutput_of_a_cat_metric_drops_nan_rows_per_output():
     p = torch.tensor([[1.0, 5.0], [float("nan"), 6.0], [3.0, float("nan")], [4.0, 7.0]])
     t = torch.zeros(4, 2)
@@ -279,20 +290,26 @@ def test_multioutput_without_squeeze_and_other_dim():
 # ---------------------------------------------------------------- bad input
 
 
+def _cat_with_untagged_field():
+    m = fm.cat()
+    return m.replace(reductions=m.reductions._replace(nan_count=None))
+
+
 @pytest.mark.parametrize("make, match", [
     (lambda: W.bootstrap(fm.mean(), num_samples=0), r"bootstrap: argument `num_samples` expected an integer >= 1"),
     (lambda: W.bootstrap(fm.mean(), num_samples=2.5), r"bootstrap: argument `num_samples`"),
     (lambda: W.bootstrap(fm.mean(), quantiles=(0.5, 1.2)), r"bootstrap: argument `quantiles` expected numbers in"),
     (lambda: W.bootstrap(fm.mean(), quantiles=-0.1), r"bootstrap: argument `quantiles`"),
     (lambda: W.bootstrap(fm.mean(), sampling="jackknife"), r"bootstrap: argument `sampling`"),
-    (lambda: W.bootstrap(fm.r2_score()), r"bootstrap: argument `metric` expected a row-decomposable metric"),
+    (lambda: W.bootstrap(_cat_with_untagged_field()), r"bootstrap: argument `metric` expected a metric whose "),
     (lambda: W.bootstrap("mse"), r"bootstrap: argument `metric` expected a fmetrics.Metric"),
     (lambda: W.grouped(fm.mean(), 0), r"grouped: argument `num_groups`"),
     (lambda: W.grouped(fm.mean(), 2, labels=["a"]), r"grouped: argument `labels` expected 2 distinct labels"),
     (lambda: W.running(fm.mean(), window=0), r"running: argument `window` expected an integer >= 1"),
     (lambda: W.multitask({}), r"multitask: argument `metrics`"),
     (lambda: W.multioutput(fm.mean(), 0), r"multioutput: argument `num_outputs`"),
-    (lambda: W.multioutput(fm.r2_score(), 2), r"multioutput: argument `metric` expected a row-decomposable"),
+    (lambda: W.multioutput(_cat_with_untagged_field(), 2), r"multioutput: argument `metric` expected a metric"),
+    (lambda: W.grouped(_cat_with_untagged_field(), 2), r"grouped: argument `metric` expected a metric whose"),
     (lambda: W.classwise(fm.mean(), labels=["a", "a"]), r"classwise: argument `labels` expected distinct"),
 ])
 def test_bad_configuration(make, match):

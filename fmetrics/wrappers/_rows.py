@@ -27,7 +27,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, device_of
+from fmetrics.state import accum_dtype, device_of, merge_fields, tree_map
 
 DECOMPOSABLE = ("sum", "min", "max", "cat")
 
@@ -43,30 +43,30 @@ def walk(fn: Callable[..., Any], tags, *trees):
     return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
 
 
-def decomposable_tags(wrapper: str, metric: Metric, why: str):
-    """The metric's reduction tags, or a `ValueError` if it is not row-decomposable."""
+def decomposable_tags(wrapper: str, metric: Metric):
+    """The metric's reduction tags if it is row-decomposable, else ``None`` (rows are then weighted by merges).
+
+    Raises `ValueError` for a metric that is neither: one with a ``cat`` field
+    next to a field only ``merge`` knows.
+    """
     if not isinstance(metric, Metric):
         raise validation.fail(wrapper, "metric", "a fmetrics.Metric", type(metric).__name__)
     tags = metric.reductions
-    bad = []
-
-    def check(tag, _):
-        if tag not in DECOMPOSABLE:
-            bad.append(tag)
-
-    if tags is None:
-        bad.append(None)
-    else:
-        walk(check, tags, metric.init())
-    if bad:
+    found = []
+    if tags is not None:
+        walk(lambda tag, _: found.append(tag), tags, metric.init())
+    if tags is not None and all(t in DECOMPOSABLE for t in found):
+        return tags
+    if "cat" in found:
         raise validation.fail(
-            wrapper, "metric",
-            f"a row-decomposable metric ({why}): `reductions` tagging every state field one of {DECOMPOSABLE}",
-            f"{metric.name!r} with field tag(s) {bad}")
-    return tags
+            wrapper, "metric", f"a metric whose `reductions` tag every field one of {DECOMPOSABLE}, or that has "
+            "no 'cat' field (its rows are then weighted by repeated merges)", f"{metric.name!r} tags {tags}")
+    return None
 
 
 def has_cat(tags, state) -> bool:
+    if tags is None:
+        return False
     found = []
     walk(lambda tag, _: found.append(tag == "cat"), tags, state)
     return any(found)
@@ -122,16 +122,60 @@ def add_rows(tags, state, rows, weight: torch.Tensor):
     return walk(leaf, tags, state, rows)
 
 
+def row_states(metric: Metric, inputs: tuple, kwargs: dict):
+    """The plain one-row states of a batch, stacked on a leading row axis."""
+    init = metric.init(device_of(inputs))
+    dims = tuple(0 if isinstance(x, torch.Tensor) and x.dim() >= 1 else None for x in inputs)
+    rows = tuple(x.unsqueeze(1) if d == 0 else x for x, d in zip(inputs, dims))
+    return torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
+
+
+def _where(cond: torch.Tensor, a, b):
+    return tree_map(lambda x, y: torch.where(cond.reshape(-1, *([1] * (x.dim() - 1))), x, y), a, b)
+
+
+def merge_rows(metric: Metric, state, rows, weight: torch.Tensor, bits: int):
+    """``state`` merged with row ``i``'s one-row state ``weight[i]`` times (``weight < 2**bits``).
+
+    The row-weighting path for metrics whose fields only ``merge`` knows
+    (e.g. Chan-merged moments): ``k`` copies of a row by binary doubling
+    (vmapped merges), then a pairwise fold over the rows. ``merge`` must be
+    vmap-able and have ``init()`` as its identity (both laws).
+    """
+    merge = torch.func.vmap(metric.merge)
+    n = weight.shape[-1]
+    empty = tree_map(lambda x: x.expand(n, *x.shape).clone(), metric.init(device_of(rows)))
+    count = weight.to(torch.int64)
+    total, power = empty, rows
+    for j in range(bits):
+        total = _where((count >> j) & 1 == 1, merge(total, power), total)
+        if j + 1 < bits:
+            power = merge(power, power)
+    while n > 1:
+        if n % 2:
+            total = tree_map(lambda x, e: torch.cat([x, e[:1]]), total, empty)
+            n += 1
+        total = merge(tree_map(lambda x: x[0::2], total), tree_map(lambda x: x[1::2], total))
+        n //= 2
+    return metric.merge(state, tree_map(lambda x: x[0], total)) if n == 1 else state
+
+
 def without_cat(tags, tree):
     return walk(lambda tag, x: None if tag == "cat" else x, tags, tree)
 
 
-def add_rows_shared(tags, stacked, rows, weights: torch.Tensor):
-    """Adds rows to every replicate of a stacked state: ``torch.func.vmap`` over ``weights`` ``(R, B)``.
+def add_rows_shared(metric: Metric, tags, stacked, inputs: tuple, kwargs: dict, weights: torch.Tensor, bits: int):
+    """Adds a batch's rows to every replicate of a stacked state: ``torch.func.vmap`` over ``weights`` ``(R, B)``.
 
-    Cat fields are not replicated: the rows are appended once, shared by all
-    replicates (their per-replicate counts are kept by the caller).
+    Row-decomposable metrics (``tags`` given): cat fields are not replicated,
+    the rows are appended once, shared by all replicates (the caller keeps
+    their per-replicate counts). Otherwise (``tags`` ``None``) rows are merged
+    in, `merge_rows` with weights below ``2**bits``.
     """
+    if tags is None:
+        rows = row_states(metric, inputs, kwargs)
+        return torch.func.vmap(lambda s, w: merge_rows(metric, s, rows, w, bits))(stacked, weights)
+    rows = per_row(metric, tags, inputs, kwargs)
     dims = walk(lambda tag, _: None if tag == "cat" else 0, tags, stacked)
     fixed = without_cat(tags, rows)
     new = torch.func.vmap(lambda s, w: add_rows(tags, s, fixed, w), in_dims=(dims, 0), out_dims=dims)(
@@ -141,8 +185,15 @@ def add_rows_shared(tags, stacked, rows, weights: torch.Tensor):
 
 
 def stack_init(metric: Metric, tags, n: int):
-    """``n`` stacked copies of ``init()`` for non-cat fields; cat fields stay ``()`` (shared rows)."""
+    """``n`` stacked copies of ``init()``; cat fields stay ``()`` (shared rows)."""
+    if tags is None:
+        return tree_map(lambda x: x.expand(n, *x.shape).clone(), metric.init())
     return walk(lambda tag, x: x if tag == "cat" else x.expand(n, *x.shape).clone(), tags, metric.init())
+
+
+def stacked_merge(metric: Metric, tags):
+    """Merge of two stacked states, replicate by replicate."""
+    return merge_fields(tags) if tags is not None else torch.func.vmap(metric.merge)
 
 
 def cat_rows(chunks: tuple, dim: int = 0) -> Optional[torch.Tensor]:
@@ -154,6 +205,8 @@ def select(tags, stacked, index: int, counts: Optional[torch.Tensor], rows_stack
 
     ``rows_stacked``: cat chunks carry the replicate axis first (``(R, B, k, ...)``).
     """
+    if tags is None:
+        return tree_map(lambda x: x[index], stacked)
 
     def leaf(tag, s):
         if tag != "cat":

@@ -7,7 +7,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.state import accum_dtype, cat_chunks
 from fmetrics.wrappers import _draws, _rows
 
 SAMPLINGS = ("poisson", "multinomial")
@@ -75,7 +75,7 @@ def bootstrap(
     qs = [] if quantiles is None else [quantiles] if isinstance(quantiles, (int, float)) else list(quantiles)
     if any(isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 <= q <= 1.0 for q in qs):
         raise validation.fail(name, "quantiles", "numbers in [0, 1]", repr(quantiles))
-    tags = _rows.decomposable_tags(name, metric, "bootstrap weights rows")
+    tags = _rows.decomposable_tags(name, metric)
     keeps_rows = _rows.has_cat(tags, metric.init())
     poisson = sampling == "poisson"
 
@@ -106,8 +106,8 @@ def bootstrap(
             counts = _draws.poisson1_counts(keys, num_samples, dtype)
         else:
             counts = _draws.multinomial(_draws.replicate_hashes(keys, num_samples), dtype)
-        rows = _rows.per_row(metric, tags, inputs, kwargs)
-        replicates = _rows.add_rows_shared(tags, state.replicates, rows, counts)
+        bits = 3 if poisson else n.bit_length()  # the largest count: 7 (Poisson table) or n
+        replicates = _rows.add_rows_shared(metric, tags, state.replicates, inputs, kwargs, counts, bits)
         stored = state.rows
         if keeps_rows:
             stored = stored + ((keys,) if poisson else (counts.transpose(-1, -2).to(torch.int32),))
@@ -143,8 +143,14 @@ def bootstrap(
             out["raw"] = v
         return out
 
-    reductions = BootstrapState(replicates=tags, rows="cat", seen="sum", stream="min")
+    merge_replicates = _rows.stacked_merge(metric, tags)
+
+    def merge(a, b):
+        return BootstrapState(merge_replicates(a.replicates, b.replicates), tuple(a.rows) + tuple(b.rows),
+                              a.seen + b.seen, torch.minimum(a.stream, b.stream))
+
+    reductions = BootstrapState(replicates=metric.reductions, rows="cat", seen="sum", stream="min")
     key = None if metric.state_key is None else (
         name, metric.state_key, num_samples, sampling, seed, sample_ids)
-    return Metric(init=init, update=update, merge=merge_fields(reductions), finalize=finalize,
+    return Metric(init=init, update=update, merge=merge, finalize=finalize,
                   name=f"{name}({metric.name})", state_key=key, reductions=reductions)

@@ -7,7 +7,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
-from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.state import cat_chunks
 from fmetrics.wrappers import _rows
 
 
@@ -42,7 +42,7 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
         labels = [str(label) for label in labels]
         if len(labels) != num_groups or len(set(labels)) != num_groups:
             raise validation.fail(name, "labels", f"{num_groups} distinct labels", repr(labels))
-    tags = _rows.decomposable_tags(name, metric, "groups weight rows")
+    tags = _rows.decomposable_tags(name, metric)
     keeps_rows = _rows.has_cat(tags, metric.init())
 
     def init():
@@ -61,9 +61,8 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
         bad = validation.count((group < 0) | (group >= num_groups))
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
-        rows = _rows.per_row(metric, tags, inputs, kwargs)
         stored = state.rows + (group,) if keeps_rows else state.rows
-        return GroupedState(_rows.add_rows_shared(tags, state.groups, rows, weights), stored,
+        return GroupedState(_rows.add_rows_shared(metric, tags, state.groups, inputs, kwargs, weights, 1), stored,
                             state.out_of_range + bad)
 
     def finalize(state):
@@ -73,7 +72,13 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
                   for g in range(num_groups)]
         return dict(zip(labels, values)) if labels is not None else _rows.stack_values(name, values)
 
-    reductions = GroupedState(groups=tags, rows="cat", out_of_range="sum")
+    merge_groups = _rows.stacked_merge(metric, tags)
+
+    def merge(a, b):
+        return GroupedState(merge_groups(a.groups, b.groups), tuple(a.rows) + tuple(b.rows),
+                            a.out_of_range + b.out_of_range)
+
+    reductions = GroupedState(groups=metric.reductions, rows="cat", out_of_range="sum")
     key = None if metric.state_key is None else (name, metric.state_key, num_groups)
-    return Metric(init=init, update=update, merge=merge_fields(reductions), finalize=finalize,
+    return Metric(init=init, update=update, merge=merge, finalize=finalize,
                   name=f"{name}({metric.name})", state_key=key, reductions=reductions)

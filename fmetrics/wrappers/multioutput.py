@@ -46,7 +46,7 @@ def multioutput(
         raise validation.fail(name, "num_outputs", "an integer >= 1", repr(num_outputs))
     if isinstance(output_dim, bool) or not isinstance(output_dim, int):
         raise validation.fail(name, "output_dim", "an integer", repr(output_dim))
-    tags = _rows.decomposable_tags(name, metric, "remove_nans weights rows") if remove_nans else None
+    tags = _rows.decomposable_tags(name, metric) if remove_nans else None
     keeps_rows = remove_nans and _rows.has_cat(tags, metric.init())
 
     def init():
@@ -81,9 +81,12 @@ def multioutput(
             torch.where(nan.reshape(num_outputs, n, *([1] * (x.dim() - 2))), torch.zeros_like(x), x)
             if d is not None and (x.is_floating_point() or x.is_complex()) else x
             for x, d in zip(split_inputs, dims))
-        outputs = torch.func.vmap(
-            lambda s, w, *x: _rows.add_rows(tags, s, _rows.per_row(metric, tags, x, kwargs), w),
-            in_dims=(0, 0, *dims))(state.outputs, keep, *split_inputs)
+        def one_output(s, w, *x):
+            if tags is None:
+                return _rows.merge_rows(metric, s, _rows.row_states(metric, x, kwargs), w, 1)
+            return _rows.add_rows(tags, s, _rows.per_row(metric, tags, x, kwargs), w)
+
+        outputs = torch.func.vmap(one_output, in_dims=(0, 0, *dims))(state.outputs, keep, *split_inputs)
         return MultioutputState(outputs, state.keep + (keep,) if keeps_rows else state.keep)
 
     def merge(a, b):

@@ -8,6 +8,7 @@ an independent computation.
 """
 import numpy as np
 import torch
+from scipy import stats
 from sklearn import metrics as skm
 
 import fmetrics as fm
@@ -191,8 +192,6 @@ _OFFSETS = ("without sample ids a row's draw key is its arrival position in its 
             "batches and shards started from init() draw differently from one process (merges stay exact)")
 
 CASES = [
-    Case("bootstrap-mean-ids", W.bootstrap, {"metric": fm.mean(), "num_samples": 16, "sample_ids": True, "seed": 3},
-         _with_ids, reference=_boot_ref(np.mean, 16, 3)),
     Case("bootstrap-median-cat-ids", W.bootstrap,
          {"metric": median(), "num_samples": 8, "sample_ids": True, "seed": 5, "quantiles": (0.1, 0.5, 0.9)},
          _with_ids, reference=_boot_ref(np.median, 8, 5, quantiles=(0.1, 0.5, 0.9))),
@@ -228,6 +227,13 @@ CASES = [
                                          skm.recall_score(t, p.argmax(-1), average=None, labels=range(4))))),
     Case("multioutput-mean_squared_error", W.multioutput, {"metric": fm.mean_squared_error(), "num_outputs": 2},
          _regression_columns, reference=lambda p, t: np.mean((_np(p) - _np(t)) ** 2, axis=0)),
+    Case("bootstrap-pearson_corrcoef-merges", W.bootstrap,
+         {"metric": fm.pearson_corrcoef(), "num_samples": 6, "sample_ids": True, "seed": 2}, _ids_pairs,
+         reference=_boot_ref(lambda p, t: stats.pearsonr(p, t)[0], 6, 2), check={"rtol": 1e-5}),
+    Case("grouped-r2_score-merges", W.grouped, {"metric": fm.r2_score(), "num_groups": 2},
+         lambda s: [(g % 2, x, x + torch.randn(x.shape[0], generator=_gen(s))) for g, x in _grouped(s, 2)],
+         reference=lambda g, p, t: np.array([skm.r2_score(_np(t)[g.numpy() == k], _np(p)[g.numpy() == k])
+                                             for k in range(2)]), check={"rtol": 1e-5}),
     Case("grouped-mean", W.grouped, {"metric": fm.mean(), "num_groups": 3}, _grouped,
          reference=_grouped_ref(np.mean, 3)),
     Case("grouped-median-cat-labels", W.grouped, {"metric": median(), "num_groups": 2, "labels": ["x", "y"]},
@@ -249,8 +255,6 @@ CASES = [
          reference=lambda x: {f"multioutput(mean)_{k}": v for k, v in zip("uvw", _column_nanmean(x))}),
     Case("multitask-mean-sum", W.multitask, {"metrics": {"a": fm.mean(), "b": fm.sum()}, "prefix": "t/"}, _tasks,
          reference=lambda d: {"t/a": np.mean(_np(d["a"])), "t/b": np.sum(_np(d["b"]))}),
-    Case("multioutput-mean-nan", W.multioutput, {"metric": fm.mean(), "num_outputs": 3}, _nan_columns,
-         reference=_column_nanmean),
     Case("multioutput-median-cat-nan", W.multioutput, {"metric": diff_median(), "num_outputs": 2}, _pairs_nan,
          reference=_pair_median_ref),
     Case("multioutput-max-keep-nans", W.multioutput,
