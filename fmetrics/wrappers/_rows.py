@@ -12,9 +12,15 @@ which row ``i`` counts ``w_i`` times (``w_i`` a non-negative integer) is::
 The one-row states come from ``torch.func.vmap`` of the metric's own
 ``update`` over the rows (each call sees a batch of one row), so no metric
 needs a weighted update of its own. Accuracy (count state), mean squared error
-(sum state) and AUROC (concatenating state) are all row-decomposable; a metric
-with a field only its ``merge`` knows (tag ``None``, e.g. a Chan-merged
-variance) is not, and the wrappers that need weights reject it.
+(sum state) and AUROC (concatenating state) are all row-decomposable (the
+weighted sum is one vmapped matmul).
+
+A metric with a field only its ``merge`` knows (tag ``None``, e.g. the
+Chan-merged moments of Pearson or R2) is weighted by merges instead
+(`merge_rows`): ``w_i`` copies of a row's state by binary doubling, then a
+pairwise fold over the rows -- exact, about ``bits + 1`` vmapped merges per
+row and replicate, so slower. Only a metric mixing ``cat`` with ``None``
+fields has no weighting, and the wrappers that need one reject it.
 
 Bootstrap (Poisson / multinomial counts), `grouped` (one-hot group weights)
 and `multioutput` (0/1 NaN-row weights) are this one mechanism.
