@@ -253,8 +253,7 @@ def test_validate_args_false_gives_the_same_values_on_valid_input():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
     g = torch.Generator().manual_seed(6)
-    for trial in range(60):
-        n, c = int(torch.randint(0, 40, (1,), generator=g)), int(torch.randint(2, 12, (1,), generator=g))
+    for n, c in ((0, 3), (5, 2), (4000, 10), (1700, 23), (2**15, 2)):  # small ones take torch.argmax
         x = torch.randint(-2, 3, (n, c, 1), generator=g).to(dtype)  # many ties
         x[torch.rand(x.shape, generator=g) < 0.15] = float("inf")
         x[torch.rand(x.shape, generator=g) < 0.15] = -float("inf")
@@ -262,3 +261,16 @@ def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
         assert torch.equal(labels, x.argmax(1)) and not nan.any()
     x = torch.tensor([[1.0, float("nan"), 3.0], [1.0, 2.0, 3.0]], dtype=dtype).unsqueeze(-1)
     assert _format.argmax_classes(x)[1].reshape(-1).tolist() == [True, False]
+
+
+def test_the_vectorized_argmax_path_obeys_the_transform_laws():
+    # batches of >= 2^15 scores take argmax_classes' vectorized path (the law-suite cases are smaller)
+    from fmetrics.testing import check_metric
+
+    g = torch.Generator().manual_seed(7)
+    batches = [(torch.randn(n, 20, generator=g), torch.randint(0, 20, (n,), generator=g)) for n in (1700, 1800)]
+    batches[0][0][3, 5] = float("inf")
+    for metric in (fm.multiclass_f1_score(20), fm.multiclass_confusion_matrix(20)):
+        check_metric(metric, batches, laws=("reference", "split invariance", "vmap", "no host sync", "compile"),
+                     reference=lambda p, t: tmf.multiclass_f1_score(p, t, 20) if metric.name.endswith("score")
+                     else tmf.multiclass_confusion_matrix(p, t, 20), reference_rtol=1e-5)

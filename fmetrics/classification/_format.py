@@ -130,7 +130,8 @@ def argmax_classes(scores: torch.Tensor):
     """``(labels, nan)`` for scores ``(N, C, M)``: ``argmax`` over ``C`` (first maximum on ties) and
     whether the row holds a NaN, both ``(N, M)``.
 
-    For float32 / float64 scores without extra dimensions it avoids ``torch.argmax``, whose CPU kernel
+    For float32 / float64 scores without extra dimensions (and not tiny: below 2^15 scores the
+    fixed cost per op dominates, and ``argmax`` is used) it avoids ``torch.argmax``, whose CPU kernel
     does not vectorize, and uses vectorized passes instead (about 2x faster on CPU): the row maximum
     ``mx`` (``amax``), then ``sign(x - mx) + 1`` is 1 exactly at the maxima (``x - mx == 0`` iff
     ``x == mx`` in IEEE arithmetic; ``inf - inf`` is mapped to 0), weighted by ``C - index`` so the
@@ -138,7 +139,7 @@ def argmax_classes(scores: torch.Tensor):
     temporary the size of the scores.
     """
     c = scores.shape[1]
-    if scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64):
+    if scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15:
         labels = scores.argmax(1)
         return labels, torch.isnan(scores.gather(1, labels.unsqueeze(1))[:, 0])
     x = scores[:, :, 0]
@@ -180,7 +181,7 @@ def _label_values(x: torch.Tensor, num: int):
         labels = torch.where(ok, x, 0).long()
     else:
         ok = (x >= 0) & (x < num)
-        labels = x.long()
+        labels = x if x.dtype == torch.int64 else x.long()
     return labels, ok
 
 
