@@ -274,3 +274,20 @@ def test_the_vectorized_argmax_path_obeys_the_transform_laws():
         check_metric(metric, batches, laws=("reference", "split invariance", "vmap", "no host sync", "compile"),
                      reference=lambda p, t: tmf.multiclass_f1_score(p, t, 20) if metric.name.endswith("score")
                      else tmf.multiclass_confusion_matrix(p, t, 20), reference_rtol=1e-5)
+
+
+def test_classes_absent_from_a_batch_but_present_in_others():
+    g = torch.Generator().manual_seed(8)
+    t1, p1 = torch.randint(0, 2, (30,), generator=g), torch.randint(0, 2, (30,), generator=g)
+    t2, p2 = torch.randint(2, 6, (30,), generator=g), torch.randint(1, 6, (30,), generator=g)
+    t, p = torch.cat([t1, t2]).numpy(), torch.cat([p1, p2]).numpy()
+    for average in ("macro", "weighted", "micro", None):
+        for metric, sk in ((fm.multiclass_precision, skm.precision_score), (fm.multiclass_f1_score, skm.f1_score),
+                           (fm.multiclass_jaccard_index, skm.jaccard_score)):
+            m = metric(6, average=average)
+            got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
+            want = sk(t, p, labels=np.arange(6), average=average, zero_division=0)
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+    m = fm.multiclass_cohen_kappa(6, weights="quadratic")
+    got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
+    assert abs(float(got) - skm.cohen_kappa_score(t, p, weights="quadratic")) < 1e-12
