@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 
@@ -29,16 +30,97 @@ class Counts(NamedTuple):
     exact: bool
 
 
+def _float32_keys(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Increasing int64 keys ``order_bits(score) * 2 + label`` of float32 CPU scores, sorted by numpy.
+
+    The IEEE bits of a float32 (magnitude bits of negatives flipped) order like
+    the values; packing the label into the lowest bit lets one sort of plain
+    integers (numpy's vectorized sort, in place) carry the labels along, with
+    no argsort and no gather.
+    """
+    bits = (scores + 0.0).view(torch.int32).to(torch.int64)  # + 0.0 turns -0.0 into +0.0
+    if bool((bits < 0).any()):
+        bits = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    keys = bits.mul_(2).add_(labels)
+    keys.numpy().sort()
+    return keys
+
+
+def _sorted(scores: torch.Tensor, labels: torch.Tensor):
+    """``(values, labels int64, packed)`` in increasing score order, negatives first among equal scores.
+
+    ``packed``: the values are float32 order bits (see `_float32_keys`).
+    """
+    if scores.dtype == torch.float32 and scores.device.type == "cpu":
+        keys = _float32_keys(scores, labels)
+        return keys >> 1, keys & 1, True
+    by_label = torch.argsort(labels.to(torch.uint8), stable=True)
+    values, order = torch.sort(scores[by_label], stable=True)
+    return values, labels[by_label][order].long(), False
+
+
+def _runs(values: torch.Tensor, ordered: torch.Tensor):
+    """Increasing start index of each run of equal values, and the cumulative positives."""
+    starts = torch.nonzero(values[1:] != values[:-1]).reshape(-1) + 1
+    return torch.cat([starts.new_zeros(min(values.numel(), 1)), starts]), torch.cumsum(ordered, 0)
+
+
 def exact_counts(scores: torch.Tensor, labels: torch.Tensor) -> Counts:
-    """`Counts` at every distinct score (``labels``: bool), sorted once."""
+    """`Counts` at every distinct score (``labels``: bool), from one sort.
+
+    With the entries in increasing order and ``a`` the first index of a run of
+    equal scores ``t``: ``tps(t) = P - (positives before a)`` and
+    ``fps(t) = (n - a) - tps(t)``.
+    """
     n = scores.numel()
-    values, order = torch.sort(scores, descending=True)
-    tps_all = torch.cumsum(labels[order], 0, dtype=torch.int64)
-    ends = torch.nonzero(values[1:] != values[:-1]).reshape(-1)
-    ends = torch.cat([ends, torch.full((min(n, 1),), n - 1, dtype=ends.dtype, device=ends.device)])
-    tps = tps_all[ends]
-    pos = tps_all[-1] if n else torch.zeros((), dtype=torch.int64)
-    return Counts(ends + 1 - tps, tps, values[ends], pos, n - pos, True)
+    values, ordered, packed = _sorted(scores, labels)
+    starts, cum = _runs(values, ordered)
+    starts = starts.flip(0)  # decreasing thresholds
+    pos = cum[-1] if n else torch.zeros((), dtype=torch.int64, device=scores.device)
+    tps = pos - torch.where(starts > 0, cum[(starts - 1).clamp(min=0)], 0)
+    thr = _decode(values[starts], packed)
+    return Counts(n - starts - tps, tps, thr, pos, n - pos, True)
+
+
+def _decode(values: torch.Tensor, packed: bool) -> torch.Tensor:
+    if not packed:
+        return values
+    return torch.where(values < 0, values ^ 0x7FFFFFFF, values).to(torch.int32).view(torch.float32)
+
+
+def is_hard(thresholds: torch.Tensor) -> bool:
+    """The distinct scores of a column are all 0 or 1 (hard labels, not scores)."""
+    return thresholds.numel() <= 2 and bool(((thresholds == 0) | (thresholds == 1)).all())
+
+
+def exact_auroc(scores: torch.Tensor, labels: torch.Tensor, name: str):
+    """``(AUROC, hard)``: the Mann-Whitney statistic with ties counting 1/2 (= the trapezoidal ROC area).
+
+    In increasing order with negatives first among equal scores, the
+    positives beat ``U' = sum_pos (index - positives before) = n P - sum(cumsum) - P (P - 1) / 2``
+    negatives; a run of equal scores with ``p`` positives and ``q`` negatives
+    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``. AUROC
+    is ``U / (P N)``, in exact integer arithmetic. No positives or no negatives
+    gives 0 with a warning (torchmetrics). ``hard``: see `is_hard`.
+    """
+    n = scores.numel()
+    values, ordered, packed = _sorted(scores, labels)
+    cum = torch.cumsum(ordered, 0)
+    pos = int(cum[-1]) if n else 0
+    tied = torch.nonzero(values[1:] == values[:-1]).reshape(-1)  # k: values[k] == values[k + 1]
+    distinct = n - tied.numel()
+    hard = n > 0 and distinct <= 2 and is_hard(_decode(values[[0, -1]], packed))
+    if pos == 0 or pos == n:
+        _warn(name, "positive" if pos == 0 else "negative")
+        return torch.zeros((), dtype=torch.float64, device=scores.device), hard
+    twice_u = 2 * (n * pos - int(cum.sum())) - pos * (pos - 1)
+    if tied.numel():
+        first = torch.nonzero(torch.cat([tied.new_zeros(1), tied[1:] - tied[:-1]]) != 1).reshape(-1)
+        last = torch.cat([first[1:] - 1, first.new_full((1,), tied.numel() - 1)])
+        starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
+        p = cum[stops - 1] - torch.where(starts > 0, cum[(starts - 1).clamp(min=0)], 0)
+        twice_u -= int((p * (stops - starts - p)).sum())
+    return torch.tensor(twice_u / (2.0 * pos * (n - pos)), dtype=torch.float64, device=scores.device), hard
 
 
 def divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0) -> torch.Tensor:

@@ -31,7 +31,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
-from fmetrics.classification.curves._curve import Counts, exact_counts
+from fmetrics.classification.curves._curve import Counts, exact_counts, is_hard
 from fmetrics.metric import Metric
 from fmetrics.state import cat_chunks, merge_fields
 
@@ -180,13 +180,13 @@ class Family:
         scores = cat_chunks(state.scores, torch.empty((0,) if width == 1 and self.task == "binary" else (0, width)))
         code = cat_chunks(state.labels, torch.empty(scores.shape[:1] if self.task != "multilabel" else (0, width),
                                                     dtype=torch.int8))
-        if self.task == "binary":
+        if self.task != "multilabel":
             keep = code >= 0
-            return [(scores[keep], code[keep] == 1)]
-        if self.task == "multiclass":
-            keep = code >= 0
-            s, c = scores[keep], code[keep]
-            return [(s[:, k], c == k) for k in range(width)]
+            if not bool(keep.all()):
+                scores, code = scores[keep], code[keep]
+            if self.task == "binary":
+                return [(scores, code == 1)]
+            return [(scores[:, k], code == k) for k in range(width)]
         out = []
         for k in range(width):
             keep = code[:, k] >= 0
@@ -201,6 +201,11 @@ class Family:
         above = ge[:, 1:][:, rank]  # entries with score >= thresholds[i]
         return [Counts(above[k, :, 0], above[k, :, 1], thr, ge[k, 0, 1], ge[k, 0, 0], False)
                 for k in range(hist.shape[0])]
+
+    def exact_pairs(self, state) -> list:
+        """Exact state: per column ``(scores, labels bool)`` of the kept entries (reports invalid input)."""
+        self.report(state)
+        return self._pairs(state)
 
     def counts(self, state) -> list:
         """Per-column `Counts` (one for binary)."""
@@ -222,13 +227,16 @@ class Family:
         """Exact recall of a column without positives: NaN for a multiclass class, else 1 (torchmetrics)."""
         return float("nan") if self.task == "multiclass" else 1.0
 
-    def warn_if_hard(self, state) -> None:
-        """Warns when every kept score is exactly 0 or 1: a ranking metric then measures the labels."""
+    def warn_if_hard(self, state, counts: list = (), hard: bool = False) -> None:
+        """Warns when every kept score is exactly 0 or 1: a ranking metric then measures the labels.
+
+        Binned: from the state's count of soft scores; exact: from the columns'
+        distinct thresholds (``counts``), or ``hard`` as found by the caller.
+        """
         if self.thresholds is not None:
             hard = int(state.soft) == 0 and int(state.hist.sum()) > 0
-        else:
-            scores = [s for s, _ in self._pairs(state)]
-            hard = sum(s.numel() for s in scores) > 0 and all(bool(((s == 0) | (s == 1)).all()) for s in scores)
+        elif counts:
+            hard = any(c.thr.numel() for c in counts) and all(is_hard(c.thr) for c in counts)
         if hard:
             warnings.warn(f"{self.name}: every prediction is exactly 0 or 1 (hard labels, not scores); the "
                           "result measures the labels, not a ranking. Pass probabilities or logits.",

@@ -22,6 +22,19 @@ def _partial(fpr: torch.Tensor, tpr: torch.Tensor, max_fpr: float) -> torch.Tens
     return 0.5 * (1 + (area - low) / (max_fpr - low))
 
 
+def _exact_auroc(fam, state, average: str) -> torch.Tensor:
+    """Exact AUROC without building curves (`_curve.exact_auroc` per column)."""
+    pairs = fam.exact_pairs(state)
+    if average == "micro":
+        pairs = [(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))]
+    values, hard = zip(*(_curve.exact_auroc(s, y, fam.name) for s, y in pairs))
+    fam.warn_if_hard(state, hard=any(s.numel() for s, _ in pairs) and all(
+        h for (s, _), h in zip(pairs, hard) if s.numel()))
+    if average == "micro":
+        return values[0]
+    return _curve.reduce(torch.stack(values), average, torch.stack([y.sum() for _, y in pairs]), fam.name)
+
+
 def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
     fpr, tpr, _ = _curve.roc(counts, name)
     if max_fpr is None or max_fpr == 1 or not bool(fpr.sum() > 0) or not bool(tpr.sum() > 0):
@@ -30,10 +43,14 @@ def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
 
 
 def multi_auroc(fam, state, average: str) -> torch.Tensor:
-    fam.warn_if_hard(state)
+    if fam.thresholds is None:
+        return _exact_auroc(fam, state, average)
     if average == "micro":
-        return column_auroc(fam.pooled(state), fam.name)
+        pooled = fam.pooled(state)
+        fam.warn_if_hard(state, [pooled])
+        return column_auroc(pooled, fam.name)
     counts = fam.counts(state)
+    fam.warn_if_hard(state, counts)
     values = torch.stack([column_auroc(c, fam.name) for c in counts])
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
 
@@ -58,8 +75,11 @@ def binary_auroc(max_fpr=None, thresholds=None, ignore_index=None, validate_args
     fam = family(name, "binary", 1, thresholds, ignore_index, validate_args)
 
     def finalize(state):
-        fam.warn_if_hard(state)
-        return column_auroc(fam.counts(state)[0], name, None if max_fpr is None else float(max_fpr))
+        if max_fpr is None:
+            return multi_auroc(fam, state, "micro")
+        counts = fam.counts(state)
+        fam.warn_if_hard(state, counts)
+        return column_auroc(counts[0], name, None if max_fpr is None else float(max_fpr))
 
     return fam.metric(finalize)
 

@@ -18,10 +18,12 @@ def _column(counts, name: str, absent: float = 1.0) -> torch.Tensor:
 
 
 def multi_ap(fam, state, average: str) -> torch.Tensor:
-    fam.warn_if_hard(state)
     if average == "micro":
-        return _column(fam.pooled(state), fam.name)
+        pooled = fam.pooled(state)
+        fam.warn_if_hard(state, [pooled])
+        return _column(pooled, fam.name)
     counts = fam.counts(state)
+    fam.warn_if_hard(state, counts)
     values = torch.stack([_column(c, fam.name, fam.absent_recall) for c in counts])
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
 
