@@ -89,7 +89,7 @@ def _run_once(fn, world_size: int, args: tuple, timeout: float):
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_child, args=(r, world_size, port, timeout, fn, args, results), daemon=True)
+    procs = [ctx.Process(target=_child, args=(r, world_size, port, timeout, fn, args, results))
              for r in range(world_size)]
     for p in procs:
         p.start()

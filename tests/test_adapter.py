@@ -201,3 +201,54 @@ def test_bad_arguments():
         TorchMetric(fm.mean(), dist_sync_fn=lambda x, group=None: [x])
     with pytest.raises(ValueError, match="compute_on_cpu"):
         TorchMetric(fm.mean(), compute_on_cpu="yes")
+
+
+# ---------------------------------------------------------------- every registered metric
+
+
+def _every_case():
+    from tests.cases import all_cases
+
+    return all_cases()
+
+
+def _nonempty(batches):
+    from fmetrics.testing import _num_samples
+
+    return [b if isinstance(b, tuple) else (b,) for b in batches if _num_samples(b if isinstance(b, tuple) else (b,))]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_every_registered_metric_works_through_the_wrapper():
+    """update / forward / compute / reset / pickle / deepcopy for every case of the registry.
+
+    The contract here is equivalence with the wrapped metric's own functions
+    (its values are checked against oracles by the law suite).
+    """
+    from fmetrics.testing import concat_inputs
+
+    failures = []
+    for case in _every_case():
+        try:
+            m = case.make()
+            batches = _nonempty(case.batches(0))[:3]
+            canonical = case.check.get("canonical", lambda v: v)
+            tol = (case.check.get("rtol", 1e-6), case.check.get("atol", 1e-8))
+            want = canonical(m.finalize(m.update(m.init(), *concat_inputs(batches))))
+            wrapped = TorchMetric(m)
+            for b in batches[:-1]:
+                wrapped.update(*b)
+            batch_value = wrapped(*batches[-1])
+            assert_values_close(canonical(batch_value), canonical(m(*batches[-1])), *tol, "forward")
+            if "split invariance" in case.check.get("laws", ("split invariance",)):
+                assert_values_close(canonical(wrapped.compute()), want, *tol, "compute")
+            copied = pickle.loads(pickle.dumps(wrapped))
+            assert_values_close(canonical(copied.compute()), canonical(wrapped.compute()), 0, 0, "unpickled")
+            assert_values_close(canonical(copy.deepcopy(wrapped).compute()), canonical(wrapped.compute()), 0, 0,
+                                "deepcopy")
+            wrapped.reset()
+            wrapped.update(*batches[-1])
+            assert_values_close(canonical(wrapped.compute()), canonical(batch_value), *tol, "after reset")
+        except Exception as err:  # noqa: BLE001 - collected, reported together
+            failures.append(f"{case.id}: {type(err).__name__}: {str(err)[:300]}")
+    assert not failures, f"{len(failures)} cases fail through TorchMetric:\n" + "\n".join(failures)
