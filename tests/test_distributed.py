@@ -1,9 +1,12 @@
 """`adapters.distributed.reduce` in real gloo process groups (DESIGN.md §2 law 4, §6).
 
-Every registered case is reduced across 2 and 3 processes with uneven shards
-and one rank that saw no data; the result must finalize to the one-process
-value on every rank (exactly for integer states). The registry grows as
-domains are added: the loop picks new cases up by itself.
+Every registered case is reduced across 2 and 3 processes (one spawned group
+per world size) with uneven shards, one rank that saw no data and two
+updates per rank. On every rank the result must finalize to the fold of the
+ranks' states by ``merge`` and to the one-process value (exactly for integer
+states; a case that declares its value depends on batching is held to the
+fold only), with the same bits on every rank. The registry grows as domains
+are added: the loop picks new cases up by itself.
 """
 import math
 import random
@@ -17,9 +20,10 @@ import torch.distributed as dist
 import fmetrics as fm
 from adapters import distributed
 from adapters.distributed import LayoutMismatchError, reduce
-from fmetrics.state import merge_fields
-from fmetrics.testing import assert_values_close, concat_inputs, split_inputs
 from benchmarks.sync import fmetrics_ten, shard, ten_metrics
+from fmetrics.state import merge_fields
+from fmetrics.testing import _num_samples as _num
+from fmetrics.testing import assert_values_close, concat_inputs, split_inputs
 from tests._dist import count_collectives, spawn
 from tests.cases import all_cases
 
@@ -51,12 +55,6 @@ def _run_case(case, rank: int, world: int, seed: int):
     return s, m.finalize(reduce(m, s)), one_process
 
 
-def _num(inputs) -> int:
-    from fmetrics.testing import _num_samples
-
-    return _num_samples(inputs)
-
-
 def _all_cases_body(rank: int, world: int, seed: int):
     out = {}
     with warnings.catch_warnings():
@@ -86,9 +84,12 @@ def test_every_case_reduces_to_the_one_process_value(world):
         rtol, atol = (0.0, 0.0) if exact else (case.check.get("rtol", 1e-6), case.check.get("atol", 1e-8))
         splits_ok = "distributed equivalence" in case.check.get("laws", ("distributed equivalence",))
         try:
-            folded = fm.state.fold(case.make().merge, [state for _, state, _, _ in per_rank])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = case.make()
+                folded = m.finalize(fm.state.fold(m.merge, [state for _, state, _, _ in per_rank]))
             got0 = canonical(per_rank[0][2])
-            assert_values_close(got0, canonical(case.make().finalize(folded)), rtol, atol,
+            assert_values_close(got0, canonical(folded), rtol, atol,
                                 f"{cid}: reduced vs the ranks' states folded by merge")
             if splits_ok:  # a case whose value depends on the batching (declared) is held to the fold only
                 assert_values_close(got0, canonical(per_rank[0][3]), rtol, atol, f"{cid}: reduced vs one process")
@@ -284,6 +285,12 @@ def _edge_body(rank: int, world: int):
             with count_collectives() as counts:
                 reduced = reduce(c, state)
             out[name] = (c.finalize(reduced), dict(counts))
+        # a subgroup: ranks 0 and 2 reduce among themselves
+        sub = dist.new_group([0, 2])
+        if rank != 1:
+            m = fm.mean()
+            s = m.update(m.init(), torch.tensor([float(rank)] * (rank + 1)))
+            out["subgroup"] = m.finalize(reduce(m, s, group=sub))
         # the sampler resolves the group when iterated
         sampler = distributed.EvalSampler(range(10))
         out["sampler"] = (list(sampler), len(sampler))
@@ -342,6 +349,13 @@ def test_disagreeing_ranks_all_raise_naming_the_difference(edge_results, scenari
         assert msg.startswith("adapters.distributed.reduce: ranks disagree"), (rank, msg)
         for name in names:
             assert name in msg, (rank, msg)
+
+
+@pytest.mark.distributed
+def test_a_subgroup_reduces_among_its_members(edge_results):
+    for rank in (0, 2):
+        assert edge_results[rank]["subgroup"].item() == pytest.approx((0.0 + 2.0 * 3) / 4)
+    assert "subgroup" not in edge_results[1]
 
 
 @pytest.mark.distributed
