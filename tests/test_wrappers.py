@@ -37,8 +37,8 @@ def test_draws_depend_on_seed_and_stream_only_through_the_key():
     a = poisson_counts(_draws.sample_keys(0, ids), 4)
     assert np.array_equal(a, poisson_counts(_draws.sample_keys(0, ids), 4))  # reproducible
     assert not np.array_equal(a, poisson_counts(_draws.sample_keys(1, ids), 4))  # seed matters
-    s0 = poisson_counts(_draws.sample_keys(0, ids, torch.tensor(0)), 4)
-    s1 = poisson_counts(_draws.sample_keys(0, ids, torch.tensor(1)), 4)
+    s0 = poisson_counts(_draws.sample_keys(0, ids, 0), 4)
+    s1 = poisson_counts(_draws.sample_keys(0, ids, 1), 4)
     assert abs(np.corrcoef(s0.ravel(), s1.ravel())[0, 1]) < 0.05  # streams (ranks) draw independently
 
 
@@ -128,6 +128,16 @@ def test_bootstrap_sample_ids_make_it_independent_of_batching_and_order():
     torch.testing.assert_close(m.finalize(s), one)
 
 
+def test_bootstrap_without_ids_draws_independently_for_batches_from_fresh_states():
+    """torchmetrics' forward (and TorchMetric's) updates each batch from init() and merges: offsets restart at 0,
+    the row contents still separate the draws."""
+    x1 = torch.randn(200)
+    x2 = x1 + 1e-3  # same offsets, nearly the same values: equal weights would make the replicates ~ identical
+    m = W.bootstrap(fm.sum(), num_samples=100, raw=True)
+    raw1, raw2 = m(x1)["raw"], m(x2)["raw"]
+    assert abs(np.corrcoef(raw1.numpy(), raw2.numpy())[0, 1]) < 0.4
+
+
 def test_bootstrap_raw_values_match_explicit_resamples_of_a_cat_metric():
     ids = torch.arange(40) * 3
     x = torch.randn(40)
@@ -150,6 +160,7 @@ def test_bootstrap_state_is_one_stacked_state():
     m = W.bootstrap(fm.mean_squared_error(), num_samples=200)
     s = m.update(m.init(), torch.randn(64), torch.randn(64))
     assert s.replicates.total.shape == (200, 1) and s.replicates.count.dtype == torch.int64
+    assert [type(x) for x in s] == [type(s.replicates), tuple, torch.Tensor]
     assert s.rows == ()  # sum states keep no rows
 
 

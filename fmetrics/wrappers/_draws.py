@@ -30,11 +30,34 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
-def sample_keys(seed: int, keys: torch.Tensor, stream: torch.Tensor | None = None) -> torch.Tensor:
+def mix_int(x: int) -> int:
+    """`mix` on one Python integer (as a signed int64)."""
+    x &= 2**64 - 1
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    x ^= x >> 31
+    return x - 2**64 if x >= 2**63 else x
+
+
+def sample_keys(seed: int, keys: torch.Tensor, stream: int | None = None) -> torch.Tensor:
     """Per-sample hashes of integer ``keys`` under ``seed`` (and a stream id, when keys are stream-local)."""
-    h = mix(keys.to(torch.int64) + mix(torch.tensor(seed, dtype=torch.int64, device=keys.device)))
+    h = mix(keys.to(torch.int64) + mix_int(seed))
     if stream is not None:
-        h = mix(h ^ mix(stream.to(torch.int64) * _GOLDEN + 1))
+        h = mix(h ^ mix_int(stream * 0x9E3779B97F4A7C15 + 1))
+    return h
+
+
+def content_hash(inputs: tuple, n: int) -> torch.Tensor:
+    """``(n,)`` hash of each row's input values (the bits of every tensor with a sample axis of ``n``)."""
+    h = None
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] != n:
+            continue
+        bits = x.reshape(n, -1)
+        bits = bits.to(torch.float64).view(torch.int64) if bits.is_floating_point() else bits.to(torch.int64)
+        column = torch.arange(bits.shape[1], dtype=torch.int64, device=bits.device) * _GOLDEN + mix_int(i)
+        row = mix(mix(bits ^ column).sum(-1))
+        h = row if h is None else mix(h ^ row)
     return h
 
 

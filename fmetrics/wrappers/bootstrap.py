@@ -1,7 +1,7 @@
 """`bootstrap`: confidence intervals from replicate states updated together under `torch.func.vmap`."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence, Union
+from typing import Any, NamedTuple, Sequence, Union
 
 import torch
 
@@ -16,11 +16,11 @@ SAMPLINGS = ("poisson", "multinomial")
 class BootstrapState(NamedTuple):
     replicates: Any  # the wrapped state; sum/min/max fields stacked (num_samples, ...), cat fields hold rows once
     rows: tuple  # per stored row (cat metrics only): its draw hash (poisson) or its (num_samples,) counts
-    seen: torch.Tensor  # int64: rows this stream has seen (the running offset that keys draws without ids)
-    stream: torch.Tensor  # int64: stream id (the rank at init), mixed into offset keys
+    seen: torch.Tensor  # int64: rows this state has seen (the running offset that keys draws without ids)
 
 
 def _stream_id() -> int:
+    """The distributed rank (0 without a process group): the stream id of draws keyed by offsets."""
     dist = torch.distributed
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
@@ -52,8 +52,10 @@ def bootstrap(
     RNG is touched. With ``sample_ids=True`` the update is
     ``update(state, ids, *inputs)`` and a row's key is its integer id (e.g. its
     dataset index): the result is then independent of batching, sharding and
-    rank count. Otherwise the key is the row's position in this stream plus a
-    stream id (the distributed rank at ``init``), so ranks draw independently.
+    rank count. Otherwise the key hashes the row's position in this state
+    (``state.seen``), the distributed rank of the process running ``update``
+    and the row's input values: ranks draw independently, and so do batches
+    updated from fresh states and merged (torchmetrics' ``forward``).
 
     ``finalize`` returns ``{"mean", "std", "quantile"}`` (``std`` with Bessel's
     correction, ``quantile`` of shape ``(len(quantiles), ...)`` or the value's
@@ -63,8 +65,8 @@ def bootstrap(
     Example::
 
         >>> ci = bootstrap(fmetrics.mean(), num_samples=200, seed=1)
-        >>> ci(torch.randn(1000))["quantile"]       # 95% interval of the mean
-        tensor([-0.0861,  0.0410], dtype=torch.float64)
+        >>> ci(torch.arange(100.))["quantile"]       # 95% interval of the mean
+        tensor([44.5622, 54.8741], dtype=torch.float64)
     """
     name = "bootstrap"
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
@@ -80,9 +82,7 @@ def bootstrap(
     poisson = sampling == "poisson"
 
     def init():
-        zero = torch.zeros((), dtype=torch.int64)
-        return BootstrapState(_rows.stack_init(metric, tags, num_samples), (), zero,
-                              torch.tensor(_stream_id(), dtype=torch.int64))
+        return BootstrapState(_rows.stack_init(metric, tags, num_samples), (), torch.zeros((), dtype=torch.int64))
 
     def update(state, *inputs, **kwargs):
         if sample_ids:
@@ -95,12 +95,13 @@ def bootstrap(
                     or tuple(ids.shape) != (n,):
                 raise validation.fail(name, "ids", f"an integer tensor of shape ({n},)",
                                       f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
+        if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
+            return state
+        if sample_ids:
             keys = _draws.sample_keys(seed, ids)
         else:
             offsets = state.seen + torch.arange(n, dtype=torch.int64, device=state.seen.device)
-            keys = _draws.sample_keys(seed, offsets, state.stream)
-        if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
-            return state
+            keys = _draws.sample_keys(seed, offsets, _stream_id()) ^ _draws.content_hash(inputs, n)
         dtype = accum_dtype(keys.device)
         if poisson:
             counts = _draws.poisson1_counts(keys, num_samples, dtype)
@@ -111,7 +112,7 @@ def bootstrap(
         stored = state.rows
         if keeps_rows:
             stored = stored + ((keys,) if poisson else (counts.transpose(-1, -2).to(torch.int32),))
-        return BootstrapState(replicates, stored, state.seen + n, state.stream)
+        return BootstrapState(replicates, stored, state.seen + n)
 
     def replicate_counts(state):
         """Each replicate's counts of the stored rows (cat metrics), four replicates at a time."""
@@ -147,9 +148,9 @@ def bootstrap(
 
     def merge(a, b):
         return BootstrapState(merge_replicates(a.replicates, b.replicates), tuple(a.rows) + tuple(b.rows),
-                              a.seen + b.seen, torch.minimum(a.stream, b.stream))
+                              a.seen + b.seen)
 
-    reductions = BootstrapState(replicates=metric.reductions, rows="cat", seen="sum", stream="min")
+    reductions = BootstrapState(replicates=metric.reductions, rows="cat", seen="sum")
     key = None if metric.state_key is None else (
         name, metric.state_key, num_samples, sampling, seed, sample_ids)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,

@@ -81,7 +81,7 @@ def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
             inputs = inputs[1:]
         else:
             n = inputs[0].shape[0]
-            keys = _draws.sample_keys(seed, torch.arange(n), torch.zeros((), dtype=torch.int64))
+            keys = _draws.sample_keys(seed, torch.arange(n), 0) ^ _draws.content_hash(inputs, n)
         counts = poisson_counts(keys, num_samples)
         return _summary([stat(*(np.repeat(_np(x), c, axis=0) for x in inputs)) for c in counts], quantiles)
 
@@ -90,7 +90,7 @@ def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
 
 def _multinomial_ref(stat, num_samples, seed):
     def ref(x):
-        keys = _draws.sample_keys(seed, torch.arange(x.shape[0]), torch.zeros((), dtype=torch.int64))
+        keys = _draws.sample_keys(seed, torch.arange(x.shape[0]), 0) ^ _draws.content_hash((x,), x.shape[0])
         u = _draws.uniform(_draws.replicate_hashes(keys, num_samples), torch.float64).numpy()
         picks = np.minimum((u * x.shape[0]).astype(np.int64), x.shape[0] - 1)  # draw j picks row floor(u * n)
         return _summary([stat(_np(x)[p]) for p in picks])
