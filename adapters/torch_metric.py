@@ -106,21 +106,20 @@ class TorchMetric(torchmetrics.Metric):
                              "adapters.distributed.reduce")
         super().__init__(**kwargs)
         self._fm = MetricRef(metric)
-        self._template = _template(metric.reductions, metric.init(), ())
+        init = metric.init()
+        self._template = _template(metric.reductions, init, ())
         names = [slot[1] for slot in _slots(self._template)]
         if len(set(names)) != len(names) or "fm_state_key" in names:
             raise ValueError(f"TorchMetric: state field names collide: {names}")
-        self._set_defaults(metric.init())
-        self.add_state("fm_state_key", torch.tensor(_key_value(metric), dtype=torch.int64))
-
-    def _set_defaults(self, init_state) -> None:
-        values = {}
-        self._read(self._template, init_state, values, "state")
+        values: dict = {}
+        self._read(self._template, init, values, "state")
         for slot in _slots(self._template):
             if slot[0] == "chunks":
                 self.add_state(slot[1], default=[], dist_reduce_fx="cat")
             else:
                 self.add_state(slot[1], default=values[slot[1]], dist_reduce_fx=slot[2])
+        # makes MetricCollection's compute groups follow state keys (see `_key_value`)
+        self.add_state("fm_state_key", torch.tensor(_key_value(metric), dtype=torch.int64))
 
     @property
     def metric(self) -> Metric:
