@@ -88,7 +88,7 @@ POISSON1_CDF = _poisson1_cdf()  # P(X <= k) for X ~ Poisson(1), k = 0 .. 18
 # the count for each unsigned 16-bit draw u: #{k : u >= ceil(2^16 * P(X <= k))}
 _COUNTS16 = torch.searchsorted(
     torch.tensor([math.ceil(c * 2**16) for c in POISSON1_CDF if c * 2**16 < 2**16 - 1], dtype=torch.int64),
-    torch.arange(2**16, dtype=torch.int64), right=True).to(torch.float64)
+    torch.arange(2**16, dtype=torch.int64), right=True).to(torch.uint8)
 
 
 def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch.dtype,
@@ -104,10 +104,10 @@ def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch
     salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
     h = mix(sample_hash.unsqueeze(-2) ^ salt.unsqueeze(-1))  # (..., groups, B)
     draws = h.view(torch.uint16).unflatten(-1, (-1, 4))  # (..., groups, B, 4): the 4 draws of each hash
-    index = draws.transpose(-1, -2).to(torch.int32, memory_format=torch.contiguous_format)
+    index = draws.transpose(-1, -2).to(torch.int64, memory_format=torch.contiguous_format)
     index = index.flatten(-3, -2)[..., :num_replicates, :]
-    table = _COUNTS16.to(device=h.device, dtype=dtype)
-    return torch.index_select(table, 0, index.reshape(-1)).reshape(index.shape)
+    counts = torch.index_select(_COUNTS16.to(h.device), 0, index.reshape(-1))  # uint8: a small table to read
+    return counts.reshape(index.shape).to(dtype)
 
 
 def multinomial(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
