@@ -156,6 +156,8 @@ class Family:
             return ExactState(state.scores + (scores,), state.labels + (code,), state.invalid + invalid)
         if self.task == "multiclass":
             labels = labels[:, None] == torch.arange(self.num, device=labels.device)
+        else:
+            labels = labels == 1  # with validate_args=False an invalid label must not index another bucket
         keep = keep.expand(scores.shape)
         thr = self.sorted_thresholds
         dtype = torch.promote_types(scores.dtype, thr.dtype)
