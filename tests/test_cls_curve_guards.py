@@ -172,3 +172,17 @@ def test_ranking_metrics_share_one_update():
     assert len(calls) == 3
     for name, m in members.items():
         torch.testing.assert_close(values[name], m.finalize(run(m, batches)))
+
+
+def test_packed_float32_sort_matches_the_generic_path():
+    """The numpy sort of packed (score bits, label) keys, negatives, -0.0 and ties included."""
+    from fmetrics.classification.curves._curve import exact_auroc, exact_counts
+
+    g = torch.Generator().manual_seed(3)
+    scores = torch.cat([torch.randn(200, generator=g).round(decimals=1), torch.tensor([-0.0, 0.0, -0.0])])
+    labels = torch.rand(203, generator=g) < 0.4
+    packed, generic = exact_counts(scores, labels), exact_counts(scores.double(), labels)
+    for a, b in zip(packed[:5], generic[:5]):
+        torch.testing.assert_close(a.double(), b.double())
+    torch.testing.assert_close(exact_auroc(scores, labels, "t")[0], exact_auroc(scores.double(), labels, "t")[0])
+    assert int((packed.thr == 0).sum()) == 1  # -0.0 and 0.0 share one threshold

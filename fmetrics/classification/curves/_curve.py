@@ -5,7 +5,7 @@ positives ``fps(t), tps(t)`` among the entries with ``score >= t``:
 
 * exact -- the thresholds are the distinct scores in decreasing order (one
   sort; ties share a threshold, as in scikit-learn's ``_binary_clf_curve``),
-  the counts are cumulative sums at the last entry of each run of equal scores;
+  the counts come from cumulative sums at the first entry of each run of equal scores;
 * binned -- the user's thresholds in the given order.
 
 `roc` and `pr` follow torchmetrics' conventions for both kinds (the exact ROC
@@ -17,7 +17,6 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-import numpy as np
 import torch
 
 
@@ -38,7 +37,7 @@ def _float32_keys(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     integers (numpy's vectorized sort, in place) carry the labels along, with
     no argsort and no gather.
     """
-    bits = (scores + 0.0).view(torch.int32).to(torch.int64)  # + 0.0 turns -0.0 into +0.0
+    bits = (scores.detach() + 0.0).view(torch.int32).to(torch.int64)  # + 0.0 turns -0.0 into +0.0
     if bool((bits < 0).any()):
         bits = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
     keys = bits.mul_(2).add_(labels)
