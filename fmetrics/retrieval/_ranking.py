@@ -44,8 +44,8 @@ def _order_key32(score: torch.Tensor) -> torch.Tensor:
 def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
     """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
 
-    Returns ``(order, sorted groups, sorted tie keys, sorted values > 0, sorted last)``;
-    equal tie keys within a group mean equal values. Float32-exact values and a
+    Returns ``(order, sorted group keys, sorted tie keys, sorted values > 0, sorted last)``;
+    group keys are equal for equal groups, and equal tie keys within a group mean equal values. Float32-exact values and a
     group range under 2^30 take one stable int64 sort of a packed key
     ``group << 33 | descending value bits << 1 | last`` (a radix sort on CPU);
     anything else a stable sort per key. The order within a tie is otherwise
@@ -63,7 +63,7 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
             packed = ((groups - low) << 33) | ((_LOW32 - _order_key32(values)) << 1) | flag
             packed, order = torch.sort(packed, stable=True)
             tie_key = packed >> 1
-            return order, (packed >> 33) + low, tie_key, (tie_key & _LOW32) < (1 << 31) - 1, (packed & 1) == 1
+            return order, packed >> 33, tie_key, (tie_key & _LOW32) < (1 << 31) - 1, (packed & 1) == 1
     key = _order_key(values)
     order = torch.sort(flag, stable=True).indices
     order = order[torch.sort(~key[order], stable=True).indices]

@@ -63,14 +63,16 @@ def make_update(name: str, ignore_index: Optional[int]):
         p = preds.detach().reshape(-1)
         t = target.detach().reshape(-1)
         q = indexes.detach().reshape(-1).to(torch.int64)
-        kept = torch.ones_like(t, dtype=torch.bool) if ignore_index is None else t != ignore_index
+        non_binary = (t != 0) & (t != 1)
+        if ignore_index is not None:
+            non_binary = non_binary & (t != ignore_index)
         return RetrievalState(
             state.preds + (p,),
             state.target + (t,),
             state.indexes + (q,),
-            state.negative_indexes + validation.count(q < 0),
-            state.non_binary_targets + validation.count(kept & (t != 0) & (t != 1)),
-            state.nan_preds + validation.count(torch.isnan(p)),
+            state.negative_indexes + torch.count_nonzero(q < 0),
+            state.non_binary_targets + torch.count_nonzero(non_binary),
+            state.nan_preds + torch.count_nonzero(torch.isnan(p)),
         )
 
     return update
