@@ -85,16 +85,21 @@ def num_rows(wrapper: str, inputs: tuple) -> int:
     raise validation.fail(wrapper, "inputs", "at least one tensor with a sample axis")
 
 
+def row_states(metric: Metric, inputs: tuple, kwargs: dict):
+    """The plain one-row states of a batch, stacked on a leading row axis."""
+    init = metric.init(device_of(inputs))
+    dims = tuple(0 if isinstance(x, torch.Tensor) and x.dim() >= 1 else None for x in inputs)
+    rows = tuple(x.unsqueeze(1) if d == 0 else x for x, d in zip(inputs, dims))
+    return torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
+
+
 def per_row(metric: Metric, tags, inputs: tuple, kwargs: dict):
     """One-row states of a batch, every field with a leading row axis ``(B, ...)``.
 
     Sum fields hold each row's increment, min/max fields each row's state and
     cat fields each row's chunk ``(B, k, ...)`` (``k`` entries per row).
     """
-    init = metric.init(device_of(inputs))
-    dims = tuple(0 if isinstance(x, torch.Tensor) and x.dim() >= 1 else None for x in inputs)
-    rows = tuple(x.unsqueeze(1) if d == 0 else x for x, d in zip(inputs, dims))
-    one = torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
+    one, init = row_states(metric, inputs, kwargs), metric.init(device_of(inputs))
 
     def leaf(tag, x, x0):
         if tag == "cat":  # None when the update appends no chunk (e.g. a wrapper's unused row field)
@@ -118,22 +123,12 @@ def add_rows(tags, state, rows, weight: torch.Tensor):
             acc = accum_dtype(d.device)
             total = torch.tensordot(weight.to(acc), d.to(acc), dims=1)
             return s + (total.round() if not s.is_floating_point() else total).to(s.dtype)
-        if d.shape[0] == 0:
-            return s
         present = (weight > 0).reshape(-1, *([1] * (d.dim() - 1)))
         if tag == "min":
             return torch.minimum(s, torch.where(present, d, s.expand_as(d)).amin(0))
         return torch.maximum(s, torch.where(present, d, s.expand_as(d)).amax(0))
 
     return walk(leaf, tags, state, rows)
-
-
-def row_states(metric: Metric, inputs: tuple, kwargs: dict):
-    """The plain one-row states of a batch, stacked on a leading row axis."""
-    init = metric.init(device_of(inputs))
-    dims = tuple(0 if isinstance(x, torch.Tensor) and x.dim() >= 1 else None for x in inputs)
-    rows = tuple(x.unsqueeze(1) if d == 0 else x for x, d in zip(inputs, dims))
-    return torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
 
 
 def _where(cond: torch.Tensor, a, b):
