@@ -2,8 +2,9 @@
 
 fmetrics' `bootstrap` (one stacked state, vmapped row weights) against
 torchmetrics' ``BootStrapper`` (200 deep copies updated in a Python loop) on
-the same data: multiclass accuracy (10 classes, a count state) and mean
-squared error (a sum state). The draws differ (different generators), so the
+the same data: multiclass accuracy (10 classes, a count state), mean squared
+error (a sum state) and Pearson's r (Chan-merged moments: the slower
+merge-weighted path). The draws differ (different generators), so the
 values agree only to Monte-Carlo error (tolerance 0.01). The ``state_bytes``
 column is the memory the replicate states hold at the end of the run.
 """
@@ -98,6 +99,21 @@ def bootstrap_mean_squared_error(quick: bool):
         from torchmetrics.regression import MeanSquaredError
 
         runs["torchmetrics"] = _torchmetrics(MeanSquaredError, batches)
+    except ImportError:
+        pass
+    return runs
+
+
+@register("wrappers/bootstrap_pearson_corrcoef", domain="wrappers", samples=_samples, peers=("torchmetrics",),
+          tolerance=0.01)
+def bootstrap_pearson_corrcoef(quick: bool):
+    """bootstrap(pearson_corrcoef, 200 replicates): rows weighted by merges, vs BootStrapper(PearsonCorrCoef)"""
+    batches = _regression(quick)
+    runs = {"fmetrics": _fmetrics(fmetrics.pearson_corrcoef(), batches)}
+    try:
+        from torchmetrics.regression import PearsonCorrCoef
+
+        runs["torchmetrics"] = _torchmetrics(PearsonCorrCoef, batches)
     except ImportError:
         pass
     return runs

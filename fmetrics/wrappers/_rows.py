@@ -135,30 +135,40 @@ def _where(cond: torch.Tensor, a, b):
     return tree_map(lambda x, y: torch.where(cond.reshape(-1, *([1] * (x.dim() - 1))), x, y), a, b)
 
 
-def merge_rows(metric: Metric, state, rows, weight: torch.Tensor, bits: int):
-    """``state`` merged with row ``i``'s one-row state ``weight[i]`` times (``weight < 2**bits``).
+def merge_rows(metric: Metric, stacked, rows, weights: torch.Tensor, bits: int):
+    """Each replicate of ``stacked`` merged with row ``i``'s one-row state ``weights[r, i]`` times.
 
     The row-weighting path for metrics whose fields only ``merge`` knows
-    (e.g. Chan-merged moments): ``k`` copies of a row by binary doubling
-    (vmapped merges), then a pairwise fold over the rows. ``merge`` must be
-    vmap-able and have ``init()`` as its identity (both laws).
+    (e.g. Chan-merged moments): ``weights`` ``(R, B)`` are integers below
+    ``2**bits``; the ``2**j`` copies of every row are built once by doubling,
+    picked per replicate by the bits of its weight, then folded pairwise over
+    the rows -- all as vmapped merges over a flat ``R * B`` axis. ``merge``
+    must be vmap-able and have ``init()`` as its identity (both laws).
     """
     merge = torch.func.vmap(metric.merge)
-    n = weight.shape[-1]
-    empty = tree_map(lambda x: x.expand(n, *x.shape).clone(), metric.init(device_of(rows)))
-    count = weight.to(torch.int64)
+    r, n = weights.shape[-2], weights.shape[-1]
+
+    def flat(tree, *lead):
+        return tree_map(lambda x: x.reshape(*lead, *x.shape[2:]), tree)
+
+    count = weights.to(torch.int64).reshape(r * n)
+    empty = tree_map(lambda x: x.expand(r * n, *x.shape).clone(), metric.init(device_of(rows)))
     total, power = empty, rows
     for j in range(bits):
-        total = _where((count >> j) & 1 == 1, merge(total, power), total)
+        wide = tree_map(lambda x: x.expand(r, *x.shape).reshape(r * n, *x.shape[1:]), power)
+        total = _where((count >> j) & 1 == 1, merge(total, wide), total)
         if j + 1 < bits:
             power = merge(power, power)
+    total = tree_map(lambda x: x.reshape(r, n, *x.shape[1:]), total)
     while n > 1:
         if n % 2:
-            total = tree_map(lambda x, e: torch.cat([x, e[:1]]), total, empty)
+            total = tree_map(lambda x, e: torch.cat([x, e[:r].unsqueeze(1)], dim=1), total, empty)
             n += 1
-        total = merge(tree_map(lambda x: x[0::2], total), tree_map(lambda x: x[1::2], total))
         n //= 2
-    return metric.merge(state, tree_map(lambda x: x[0], total)) if n == 1 else state
+        pairs = merge(flat(tree_map(lambda x: x[:, 0::2], total), r * n),
+                      flat(tree_map(lambda x: x[:, 1::2], total), r * n))
+        total = tree_map(lambda x: x.reshape(r, n, *x.shape[1:]), pairs)
+    return merge(stacked, tree_map(lambda x: x[:, 0], total))
 
 
 def without_cat(tags, tree):
@@ -174,8 +184,7 @@ def add_rows_shared(metric: Metric, tags, stacked, inputs: tuple, kwargs: dict, 
     in, `merge_rows` with weights below ``2**bits``.
     """
     if tags is None:
-        rows = row_states(metric, inputs, kwargs)
-        return torch.func.vmap(lambda s, w: merge_rows(metric, s, rows, w, bits))(stacked, weights)
+        return merge_rows(metric, stacked, row_states(metric, inputs, kwargs), weights, bits)
     rows = per_row(metric, tags, inputs, kwargs)
     dims = walk(lambda tag, _: None if tag == "cat" else 0, tags, stacked)
     fixed = without_cat(tags, rows)

@@ -82,8 +82,10 @@ def multioutput(
             if d is not None and (x.is_floating_point() or x.is_complex()) else x
             for x, d in zip(split_inputs, dims))
         def one_output(s, w, *x):
-            if tags is None:
-                return _rows.merge_rows(metric, s, _rows.row_states(metric, x, kwargs), w, 1)
+            if tags is None:  # one replicate: a stacked state of one
+                one = _rows.merge_rows(metric, tree_map(lambda v: v.unsqueeze(0), s),
+                                       _rows.row_states(metric, x, kwargs), w.unsqueeze(0), 1)
+                return tree_map(lambda v: v[0], one)
             return _rows.add_rows(tags, s, _rows.per_row(metric, tags, x, kwargs), w)
 
         outputs = torch.func.vmap(one_output, in_dims=(0, 0, *dims))(state.outputs, keep, *split_inputs)
