@@ -214,3 +214,19 @@ def test_packed_sort_and_general_sort_agree():
         want = m(preds, target, idx)
         for p, i in variants:
             torch.testing.assert_close(m(p, target, i), want, msg=m.name)
+
+
+def test_ndcg_negative_and_float_gains_match_torchmetrics():
+    tmr = pytest.importorskip("torchmetrics.retrieval")
+    g = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, 12, (150,), generator=g)
+    preds = torch.rand(150, generator=g)
+    for target in (torch.rand(150, generator=g) * 3, torch.randint(-1, 4, (150,), generator=g)):
+        # torchmetrics calls a query empty when sum(target) == 0, fmetrics when no target is > 0:
+        # compare the queries on which the two rules agree (both non-empty)
+        kept = torch.tensor([bool((target[idx == q] > 0).any()) and float(target[idx == q].sum()) != 0
+                             for q in idx.unique()])
+        for k in (None, 3):
+            want = tmr.RetrievalNormalizedDCG(top_k=k, aggregation=lambda v, dim=None: v)(preds, target, indexes=idx)
+            got = fm.retrieval_normalized_dcg(top_k=k, aggregation="none")(preds, target, idx)
+            torch.testing.assert_close(got[kept], want.double()[kept], rtol=1e-5, atol=1e-6)

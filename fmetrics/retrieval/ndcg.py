@@ -10,12 +10,29 @@ from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, segment_sum, sort_rows
 
 
-def _ideal_gains(r: Ranking) -> torch.Tensor:
-    """Per row: the gain at that rank of the ideal ranking (targets sorted descending per query)."""
+def _discount(rank: torch.Tensor, top_k: Optional[int]) -> torch.Tensor:
+    """``1 / log2(rank + 2)`` for 0-based ranks inside the cutoff, else 0 (a lookup in a small table)."""
+    size = top_k if top_k is not None else int(rank.max()) + 1 if rank.numel() else 0
+    table = torch.zeros(size + 1, dtype=torch.float64, device=rank.device)
+    table[:size] = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64, device=rank.device) + 2.0)
+    return table[rank.clamp(max=size)]
+
+
+def _ideal_dcg(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
+    """Per query: the DCG of its targets sorted descending."""
     t = r.gains
-    if bool(((t == 0) | (t == 1)).all()):
-        return (r.rank < r.num_relevant[r.query]).to(torch.float64)
-    return t[sort_rows(t, r.query)[0]]
+    if bool(((t == 0) | (t == 1)).all()):  # binary: the ideal ranking puts the R relevant rows first
+        return r.per_query(torch.where(r.rank < r.num_relevant[r.query], _discount(r.rank, top_k), 0.0))
+    # zero gains add nothing; without negative gains only the positive rows need sorting
+    rows = torch.nonzero(t > 0).reshape(-1) if bool((t >= 0).all()) else torch.arange(r.n, device=t.device)
+    order = sort_rows(t[rows], r.query[rows])[0]
+    query, gain = r.query[rows][order], t[rows][order]
+    new = torch.ones_like(query, dtype=torch.bool)
+    new[1:] = query[1:] != query[:-1]
+    starts = torch.nonzero(new).reshape(-1)
+    rank = torch.arange(query.shape[0], device=t.device) - starts[torch.cumsum(new, 0) - 1]
+    return torch.zeros(r.num_queries, dtype=torch.float64, device=t.device).index_add(
+        0, query, gain * _discount(rank, top_k))
 
 
 def retrieval_normalized_dcg(
@@ -42,11 +59,12 @@ def retrieval_normalized_dcg(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        discount = torch.where(_base.cutoff(r, top_k), 1.0 / torch.log2(r.rank.to(torch.float64) + 2.0), 0.0)
-        tie_size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
-        tie_gain = segment_sum(r.gains, r.tie_starts) / tie_size
-        dcg = r.per_query(tie_gain[r.tie] * discount)
-        idcg = r.per_query(_ideal_gains(r) * discount)
+        gain = r.gains
+        if r.tie_starts.shape[0] < r.n:  # some scores tie: each row gets its tie group's mean gain
+            tie_size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
+            gain = (segment_sum(gain, r.tie_starts) / tie_size)[r.tie]
+        dcg = r.per_query(gain * _discount(r.rank, top_k))
+        idcg = _ideal_dcg(r, top_k)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
     return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
