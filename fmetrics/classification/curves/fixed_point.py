@@ -103,7 +103,7 @@ def binary_recall_at_fixed_precision(min_precision, thresholds=None, ignore_inde
 
         >>> fmetrics.binary_recall_at_fixed_precision(0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
         ...                                               torch.tensor([0, 0, 1, 1]))
-        (tensor(1., dtype=torch.float64), tensor(0.1000))
+        (tensor(1., dtype=torch.float64), tensor(0.3500))
     """
     return _make("recall_at_fixed_precision", "binary", 1, min_precision, thresholds, ignore_index, validate_args)
 
