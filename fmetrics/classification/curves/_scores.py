@@ -153,7 +153,8 @@ class Family:
             else:
                 code = torch.where(keep, labels, -1).to(torch.int8)
                 scores, code = (scores[:, 0], code[:, 0]) if self.task == "binary" else (scores, code)
-            return ExactState(state.scores + (scores,), state.labels + (code,), state.invalid + invalid)
+            # detached: a kept chunk must not hold the caller's autograd graph alive
+            return ExactState(state.scores + (scores.detach(),), state.labels + (code,), state.invalid + invalid)
         if self.task == "multiclass":
             labels = labels[:, None] == torch.arange(self.num, device=labels.device)
         else:
