@@ -17,6 +17,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 
@@ -29,39 +30,37 @@ class Counts(NamedTuple):
     exact: bool
 
 
-def _float32_keys(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Increasing int64 keys ``order_bits(score) * 2 + label`` of float32 CPU scores, sorted by numpy.
-
-    The IEEE bits of a float32 (magnitude bits of negatives flipped) order like
-    the values; packing the label into the lowest bit lets one sort of plain
-    integers (numpy's vectorized sort, in place) carry the labels along, with
-    no argsort and no gather.
-    """
-    bits = (scores.detach() + 0.0).view(torch.int32).to(torch.int64)  # + 0.0 turns -0.0 into +0.0
-    if bool((bits < 0).any()):
-        bits = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-    keys = bits.mul_(2).add_(labels)
-    keys.numpy().sort()
-    return keys
-
-
 def _sorted(scores: torch.Tensor, labels: torch.Tensor):
-    """``(values, labels int64, packed)`` in increasing score order, negatives first among equal scores.
+    """Host arrays ``(values, labels, packed)`` in increasing score order, negatives first among equal scores.
 
-    ``packed``: the values are float32 order bits (see `_float32_keys`).
+    float32 CPU scores (``packed``): the IEEE bits (magnitude bits of negatives
+    flipped) order like the values, so the int64 keys ``bits * 2 + label`` are
+    sorted with numpy's vectorized integer sort, which carries the labels
+    along (no argsort, no gather); ``values`` are then the order bits. Other
+    scores: two stable torch sorts on their device, then one copy to the host.
+    The arithmetic that follows runs in numpy (single pass each, no thread
+    start-up cost per operation).
     """
+    labels = labels.detach()
     if scores.dtype == torch.float32 and scores.device.type == "cpu":
-        keys = _float32_keys(scores, labels)
-        return keys >> 1, keys & 1, True
+        s = scores.detach().numpy()
+        bits = (s + np.float32(0)).view(np.int32).astype(np.int64)  # + 0 turns -0.0 into +0.0
+        if (s < 0).any():
+            bits = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+        bits <<= 1
+        bits |= labels.numpy()
+        bits.sort()
+        return bits >> 1, bits & 1, True
     by_label = torch.argsort(labels.to(torch.uint8), stable=True)
-    values, order = torch.sort(scores[by_label], stable=True)
-    return values, labels[by_label][order].long(), False
+    values, order = torch.sort(scores.detach()[by_label], stable=True)
+    return values.cpu().numpy(), labels[by_label][order].cpu().numpy().astype(np.int64), False
 
 
-def _runs(values: torch.Tensor, ordered: torch.Tensor):
-    """Increasing start index of each run of equal values, and the cumulative positives."""
-    starts = torch.nonzero(values[1:] != values[:-1]).reshape(-1) + 1
-    return torch.cat([starts.new_zeros(min(values.numel(), 1)), starts]), torch.cumsum(ordered, 0)
+def _decode(values: np.ndarray, packed: bool) -> torch.Tensor:
+    """Scores back from `_sorted`'s values."""
+    if packed:
+        values = np.where(values < 0, values ^ 0x7FFFFFFF, values).astype(np.int32).view(np.float32)
+    return torch.from_numpy(np.ascontiguousarray(values))
 
 
 def exact_counts(scores: torch.Tensor, labels: torch.Tensor) -> Counts:
@@ -73,18 +72,15 @@ def exact_counts(scores: torch.Tensor, labels: torch.Tensor) -> Counts:
     """
     n = scores.numel()
     values, ordered, packed = _sorted(scores, labels)
-    starts, cum = _runs(values, ordered)
-    starts = starts.flip(0)  # decreasing thresholds
-    pos = cum[-1] if n else torch.zeros((), dtype=torch.int64, device=scores.device)
-    tps = pos - torch.where(starts > 0, cum[(starts - 1).clamp(min=0)], 0)
-    thr = _decode(values[starts], packed)
-    return Counts(n - starts - tps, tps, thr, pos, n - pos, True)
-
-
-def _decode(values: torch.Tensor, packed: bool) -> torch.Tensor:
-    if not packed:
-        return values
-    return torch.where(values < 0, values ^ 0x7FFFFFFF, values).to(torch.int32).view(torch.float32)
+    cum = np.cumsum(ordered)
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), starts])[::-1]  # decreasing thresholds
+    pos = int(cum[-1]) if n else 0
+    tps = pos - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0)
+    dev = scores.device
+    as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(dev)  # noqa: E731
+    return Counts(as_t(n - starts - tps), as_t(tps), _decode(values[starts], packed).to(dev),
+                  torch.tensor(pos, device=dev), torch.tensor(n - pos, device=dev), True)
 
 
 def is_hard(thresholds: torch.Tensor) -> bool:
@@ -104,22 +100,22 @@ def exact_auroc(scores: torch.Tensor, labels: torch.Tensor, name: str):
     """
     n = scores.numel()
     values, ordered, packed = _sorted(scores, labels)
-    cum = torch.cumsum(ordered, 0)
+    cum = np.cumsum(ordered)
     pos = int(cum[-1]) if n else 0
-    tied = torch.nonzero(values[1:] == values[:-1]).reshape(-1)  # k: values[k] == values[k + 1]
-    distinct = n - tied.numel()
-    hard = n > 0 and distinct <= 2 and is_hard(_decode(values[[0, -1]], packed))
+    tied = np.flatnonzero(values[1:] == values[:-1])  # k: values[k] == values[k + 1]
+    hard = n > 0 and n - tied.size <= 2 and is_hard(_decode(values[[0, -1]], packed))
+    zero = torch.zeros((), dtype=torch.float64, device=scores.device)
     if pos == 0 or pos == n:
         _warn(name, "positive" if pos == 0 else "negative")
-        return torch.zeros((), dtype=torch.float64, device=scores.device), hard
+        return zero, hard
     twice_u = 2 * (n * pos - int(cum.sum())) - pos * (pos - 1)
-    if tied.numel():
-        first = torch.nonzero(torch.cat([tied.new_zeros(1), tied[1:] - tied[:-1]]) != 1).reshape(-1)
-        last = torch.cat([first[1:] - 1, first.new_full((1,), tied.numel() - 1)])
+    if tied.size:
+        first = np.flatnonzero(np.diff(tied, prepend=-2) != 1)  # runs of consecutive tied positions
+        last = np.append(first[1:] - 1, tied.size - 1)
         starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
-        p = cum[stops - 1] - torch.where(starts > 0, cum[(starts - 1).clamp(min=0)], 0)
+        p = cum[stops - 1] - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0)
         twice_u -= int((p * (stops - starts - p)).sum())
-    return torch.tensor(twice_u / (2.0 * pos * (n - pos)), dtype=torch.float64, device=scores.device), hard
+    return zero + twice_u / (2.0 * pos * (n - pos)), hard
 
 
 def divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0) -> torch.Tensor:
