@@ -81,3 +81,16 @@ def test_every_wrapper_case_works_as_a_torchmetric(case):
     tm.update(*batches[0])
     s = m.update(m.init(), *batches[0])
     assert_values_close(canonical(tm.compute()), canonical(m.finalize(s)), 1e-9, 1e-12, f"{case.id} after reset")
+
+
+def test_bootstrap_through_torchmetric_forward_draws_each_batch_independently():
+    """forward() updates every batch from init() and merges it (offsets restart at 0). Two nearly equal batches:
+    with independent draws the bootstrap sd is the standard error of 2000 rows; had both batches drawn the same
+    weights it would be that of 1000 rows, sqrt(2) larger."""
+    g = torch.Generator().manual_seed(0)
+    p, t = torch.randn(1000, generator=g), torch.randn(1000, generator=g)
+    tm = TorchMetric(W.bootstrap(fm.mean_squared_error(), num_samples=400))
+    tm(p, t)
+    tm(p + 1e-3, t)
+    se = ((p - t) ** 2).double().std() / 2000**0.5
+    assert abs(tm.compute()["std"].item() / se.item() - 1) < 0.2  # sd of a 400-replicate sd: ~4%
