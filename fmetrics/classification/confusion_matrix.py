@@ -60,7 +60,7 @@ def confmat_metric(name: str, task: str, num: int, finalize_confmat: Callable[[t
         f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate, top_k=1)
         index = (f.target * num + f.preds).reshape(-1)
         bins = torch.zeros(num * num, dtype=torch.int64, device=index.device)
-        bins = bins.index_add(0, index, f.keep.reshape(-1).long())
+        bins = bins.scatter_add(0, index, f.keep.reshape(-1).long())
         return ConfusionMatrixState(state.confmat + bins.reshape(num, num), state.invalid + f.invalid)
 
     def finalize(state):

@@ -66,7 +66,7 @@ def _group_metric(name: str, num_groups, threshold, ignore_index, validate_args,
         per_sample = binary_counts(positive(f.preds, threshold).unsqueeze(1), f.target.unsqueeze(1),
                                    f.keep.unsqueeze(1), samplewise=True)[..., 0]  # (N, 4)
         per_sample = per_sample * ok.unsqueeze(1)
-        counts = state.counts.index_add(0, torch.where(ok, groups, 0), per_sample)
+        counts = state.counts.scatter_add(0, torch.where(ok, groups, 0).unsqueeze(1).expand_as(per_sample), per_sample)
         return GroupStatState(counts, state.invalid + f.invalid, state.bad_groups + validation.count(~ok))
 
     def finalize(state):

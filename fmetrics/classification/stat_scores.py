@@ -13,7 +13,7 @@ Counting (no host sync):
   predictions are used as they are.
 * multiclass -- ``argmax`` over the class axis; with ``top_k > 1`` the
   prediction is the target if it is among the top ``k`` scores, else the top
-  score (torchmetrics' definition). Counts come from one ``index_add``;
+  score (torchmetrics' definition). Counts come from one ``scatter_add``;
   ``tp, fp, tn, fn`` are derived in ``finalize``.
 """
 from __future__ import annotations
@@ -68,7 +68,7 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
 
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool) -> torch.Tensor:
     """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C) | n]``: ``(3C + 1,)``
-    or ``(N, 3C + 1)``, from one ``index_add`` / ``scatter_add``."""
+    or ``(N, 3C + 1)``, from one ``scatter_add``."""
     c = num_classes
     hit = keep & (labels == target)
     index = torch.cat([target, labels + c, target + 2 * c, torch.full_like(target, 3 * c)], dim=1)
@@ -77,7 +77,7 @@ def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool)
         bins = torch.zeros(labels.shape[0], 3 * c + 1, dtype=torch.int64, device=labels.device)
         return bins.scatter_add(1, index, src)
     bins = torch.zeros(3 * c + 1, dtype=torch.int64, device=labels.device)
-    return bins.index_add(0, index.reshape(-1), src.reshape(-1))
+    return bins.scatter_add(0, index.reshape(-1), src.reshape(-1))
 
 
 def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:
