@@ -108,11 +108,9 @@ def make(name: str, finalize, ignore_index: Optional[int]) -> Metric:
                   finalize=finalize, name=name, state_key=_state.state_key(ignore_index), reductions=_state.TAGS)
 
 
-def cutoff(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
-    """Per row: inside the top ``top_k`` of its query (all rows when ``top_k`` is None)."""
-    if top_k is None:
-        return torch.ones_like(r.rank, dtype=torch.bool)
-    return r.rank < top_k
+def cutoff(r: Ranking, top_k: Optional[int]):
+    """Per row: inside the top ``top_k`` of its query (``True`` for all rows when ``top_k`` is None)."""
+    return True if top_k is None else r.rank < top_k
 
 
 def ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:

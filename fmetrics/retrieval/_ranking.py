@@ -131,20 +131,25 @@ class Ranking:
         """Per-query sums of a per-row quantity."""
         return segment_sum(x, self.starts)
 
-    def cumulative(self, x: torch.Tensor) -> torch.Tensor:
-        """Per-row inclusive running sum of ``x`` within each query."""
-        c = torch.cumsum(x, 0)
-        return c - (c[self.starts] - x[self.starts])[self.query]
+    def hits(self, mask: torch.Tensor):
+        """The rows where ``mask`` holds, as ``(query, rank, n)``: ``n`` counts them within their query from 1."""
+        rows = _starts(mask)
+        query = self.query[rows]
+        new = torch.ones_like(query, dtype=torch.bool)
+        new[1:] = query[1:] != query[:-1]
+        first = _starts(new)
+        n = torch.arange(1, rows.shape[0] + 1, device=rows.device) - first[torch.cumsum(new, 0) - 1]
+        return query, self.rank[rows], n
+
+    def scatter(self, query: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """Per-query sums of values given for some rows (``query``: their queries)."""
+        out = torch.zeros(self.num_queries, dtype=values.dtype, device=values.device)
+        return out.index_add(0, query, values)
 
     @cached_property
     def num_relevant(self) -> torch.Tensor:
         """Per query: rows with target > 0 (int64)."""
         return self.per_query(self.relevant.to(torch.int64))
-
-    @cached_property
-    def relevant_so_far(self) -> torch.Tensor:
-        """Per row: relevant rows at or above it in its query (int64)."""
-        return self.cumulative(self.relevant.to(torch.int64))
 
 
 # The last grouping, for metrics finalizing the same state: (fingerprint, weak refs to the leaves, ranking).

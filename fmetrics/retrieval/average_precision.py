@@ -33,9 +33,9 @@ def retrieval_map(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        hit = r.relevant & r.retrieved & _base.cutoff(r, top_k)
-        precision = r.relevant_so_far.to(torch.float64) / (r.rank + 1)
-        return _base.ratio(r.per_query(torch.where(hit, precision, 0.0)), r.per_query(hit.to(torch.int64)))
+        query, rank, n = r.hits(r.relevant & r.retrieved & _base.cutoff(r, top_k))
+        precision = n.to(torch.float64) / (rank + 1)  # at the n-th hit of its query
+        return _base.ratio(r.scatter(query, precision), r.scatter(query, torch.ones_like(n)))
 
     return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
                        aggregation=aggregation)

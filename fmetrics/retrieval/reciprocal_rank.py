@@ -30,10 +30,8 @@ def retrieval_mrr(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        first = r.relevant & r.retrieved & _base.cutoff(r, top_k) & (r.relevant_so_far == 1)
-        found = r.per_query(first.to(torch.int64))  # 1 or 0 per query
-        rank = r.per_query(torch.where(first, r.rank, 0))
-        return found / (rank + 1).to(torch.float64)
+        query, rank, n = r.hits(r.relevant & r.retrieved & _base.cutoff(r, top_k))
+        return r.scatter(query, torch.where(n == 1, 1.0 / (rank + 1).to(torch.float64), 0.0))
 
     return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
                        aggregation=aggregation)
