@@ -89,7 +89,8 @@ def _if_logits(x: torch.Tensor, keep: torch.Tensor, normalize: Callable) -> torc
     return torch.where(flag, normalize(x), x)
 
 
-def _as_scores(name: str, preds: torch.Tensor) -> torch.Tensor:
+def _as_scores(preds: torch.Tensor) -> torch.Tensor:
+    """float32/64 scores; 16-bit floats widen, integer (hard 0/1) predictions become float32."""
     if preds.is_floating_point():
         return preds.float() if preds.dtype in (torch.float16, torch.bfloat16) else preds
     return preds.float()
@@ -117,24 +118,23 @@ class Family:
     def columns(self, preds, target):
         """One batch as ``(scores (n, K), labels (n, K) int64, keep (n, K) bool, invalid (3,))``."""
         name, task = self.name, self.task
-        if task == "binary":
-            f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=self.validate)
-            keep = f.keep.reshape(-1, 1)
-            scores = _if_logits(_as_scores(name, f.preds).reshape(-1, 1), keep, torch.sigmoid)
-            return scores, f.target.reshape(-1, 1), keep, f.invalid
-        if task == "multilabel":
-            f = _format.multilabel_inputs(name, preds, target, self.num, self.ignore_index, validate=self.validate)
-            keep = f.keep.movedim(1, -1).reshape(-1, self.num)
-            scores = _as_scores(name, f.preds).movedim(1, -1).reshape(-1, self.num)
-            return _if_logits(scores, keep, torch.sigmoid), f.target.movedim(1, -1).reshape(-1, self.num), keep, \
-                f.invalid
+        if task != "multiclass":
+            if task == "binary":
+                f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=self.validate)
+            else:
+                f = _format.multilabel_inputs(name, preds, target, self.num, self.ignore_index,
+                                              validate=self.validate)
+            width = 1 if task == "binary" else self.num
+            keep, target = (x.movedim(1, -1).reshape(-1, width) for x in (f.keep, f.target))
+            scores = _as_scores(f.preds).movedim(1, -1).reshape(-1, width)
+            return _if_logits(scores, keep, torch.sigmoid), target, keep, f.invalid
         f = _format.multiclass_inputs(name, preds, target, self.num, self.ignore_index, validate=self.validate)
         if not f.preds.is_floating_point():
             raise validation.fail(name, "preds", "float scores of shape (N, C, ...)",
                                   f"labels of shape {tuple(preds.shape)}")
         scores = f.preds.movedim(1, -1).reshape(-1, self.num)
         keep = f.keep.reshape(-1, 1)
-        scores = _if_logits(_as_scores(name, scores), keep, lambda x: x.softmax(1))
+        scores = _if_logits(_as_scores(scores), keep, lambda x: x.softmax(1))
         return scores, f.target.reshape(-1), keep, f.invalid
 
     def init(self):
@@ -180,8 +180,8 @@ class Family:
     def _pairs(self, state):
         """Exact state: per column ``(scores, labels bool)`` of the kept entries."""
         width = 1 if self.task == "binary" else self.num
-        scores = cat_chunks(state.scores, torch.empty((0,) if width == 1 and self.task == "binary" else (0, width)))
-        code = cat_chunks(state.labels, torch.empty(scores.shape[:1] if self.task != "multilabel" else (0, width),
+        scores = cat_chunks(state.scores, torch.empty((0,) if self.task == "binary" else (0, width)))
+        code = cat_chunks(state.labels, torch.empty((0, width) if self.task == "multilabel" else (0,),
                                                     dtype=torch.int8))
         if self.task != "multilabel":
             keep = code >= 0

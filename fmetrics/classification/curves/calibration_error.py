@@ -54,7 +54,7 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
         if task == "binary":
             f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
             keep = f.keep.reshape(-1)
-            conf = _if_logits(_as_scores(name, f.preds).reshape(-1), keep, torch.sigmoid)
+            conf = _if_logits(_as_scores(f.preds).reshape(-1), keep, torch.sigmoid)
             acc = f.target.reshape(-1)
         else:
             f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)

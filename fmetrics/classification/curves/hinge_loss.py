@@ -46,7 +46,7 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
         if task == "binary":
             f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
             keep = f.keep.reshape(-1)
-            p = _if_logits(_as_scores(name, f.preds).reshape(-1), keep, torch.sigmoid)
+            p = _if_logits(_as_scores(f.preds).reshape(-1), keep, torch.sigmoid)
             margin = torch.where(f.target.reshape(-1) == 1, p, -p)
         else:
             f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)
