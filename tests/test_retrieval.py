@@ -26,6 +26,11 @@ def test_ties_are_broken_pessimistically():
     assert fm.retrieval_hit_rate(top_k=1)(preds, target, idx).item() == 0.0
     assert fm.retrieval_fall_out(top_k=1)(preds, target, idx).item() == pytest.approx(1 / 2)
     assert fm.retrieval_r_precision()(preds, target, idx).item() == pytest.approx(1 / 2)
+    # -0.0 and 0.0 tie, in the packed sort and in the general one (query ids spanning > 2^30)
+    for far in (1, 2**40):
+        for scores in ([0.0, -0.0, 1.0], [-0.0, 0.0, 1.0]):
+            hit = fm.retrieval_hit_rate(top_k=1, aggregation="none")(T(scores), T([1, 0, 1]), T([0, 0, far]))
+            assert hit.tolist() == [0.0, 1.0]
     # a constant score earns nothing
     assert fm.retrieval_mrr()(T([.3, .3, .3]), T([0, 0, 1]), T([1, 1, 1])).item() == pytest.approx(1 / 3)
 

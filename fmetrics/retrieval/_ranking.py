@@ -35,10 +35,14 @@ def _order_key(score: torch.Tensor) -> torch.Tensor:
     return torch.where(bits < 0, bits ^ _FLIP, bits)
 
 
-def _order_key32(score: torch.Tensor) -> torch.Tensor:
-    """Keys in [0, 2^32) with the same order as float32 ``score`` (no NaN; -0.0 == 0.0)."""
-    bits = (score + 0.0).view(torch.int32).to(torch.int64)
-    return torch.where(bits < 0, -1 - bits, bits + (1 << 31))
+def _descending_key32(score: torch.Tensor) -> torch.Tensor:
+    """Keys in [0, 2^32) in the *reverse* order of float32 ``score`` (no NaN; -0.0 == 0.0).
+
+    Positive floats map to ``2^31 - 1 - bits``, negative ones keep their bit
+    pattern read as unsigned (larger magnitude, larger key).
+    """
+    bits = (score + 0.0).view(torch.int32)
+    return torch.where(bits < 0, bits, bits ^ 0x7FFFFFFF).to(torch.int64) & _LOW32
 
 
 def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
@@ -60,7 +64,7 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
     if n and values.dtype == torch.float32:
         low, high = int(groups.min()), int(groups.max())
         if high - low < (1 << 30):
-            packed = ((groups - low) << 33) | ((_LOW32 - _order_key32(values)) << 1) | flag
+            packed = ((groups - low) << 33) | (_descending_key32(values) << 1) | flag
             packed, order = torch.sort(packed, stable=True)
             tie_key = packed >> 1
             return order, packed >> 33, tie_key, (tie_key & _LOW32) < (1 << 31) - 1, (packed & 1) == 1
