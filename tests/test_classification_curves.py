@@ -399,3 +399,24 @@ def test_float_and_column_targets():
     want = fm.binary_auroc()(p, y)
     close(fm.binary_auroc()(p, y.float()), want)
     close(fm.binary_auroc()(p, y[:, None]), want)
+
+
+@pytest.mark.parametrize("thresholds", [None, 8])
+def test_logits_and_extra_dimensions_with_ignore_index(thresholds):
+    g = torch.Generator().manual_seed(7)
+    pl, yl = torch.randn(40, L, 3, generator=g) * 3, torch.randint(-1, 2, (40, L, 3), generator=g)
+    kw = {"thresholds": thresholds, "ignore_index": -1}
+    for average in ("micro", "macro", None):
+        close(batched(fm.multilabel_auroc(L, average, **kw), pl, yl), tmf.multilabel_auroc(pl, yl, L, average, **kw))
+        close(batched(fm.multilabel_average_precision(L, average, **kw), pl, yl),
+              tmf.multilabel_average_precision(pl, yl, L, average, **kw))
+    close(batched(fm.multilabel_roc(L, **kw), pl, yl), tmf.multilabel_roc(pl, yl, L, **kw))
+    pm, ym = torch.randn(40, C, 3, generator=g) * 3, torch.randint(-1, C, (40, 3), generator=g)
+    for average in ("macro", "weighted", None):
+        close(batched(fm.multiclass_auroc(C, average, **kw), pm, ym), tmf.multiclass_auroc(pm, ym, C, average, **kw))
+        close(batched(fm.multiclass_average_precision(C, average, **kw), pm, ym),
+              tmf.multiclass_average_precision(pm, ym, C, average, **kw))
+    close(batched(fm.multiclass_calibration_error(C, ignore_index=-1), pm, ym),
+          tmf.multiclass_calibration_error(pm, ym, C, ignore_index=-1))
+    close(batched(fm.multiclass_hinge_loss(C, ignore_index=-1), pm, ym),
+          tmf.multiclass_hinge_loss(pm, ym, C, ignore_index=-1))
