@@ -11,7 +11,7 @@ over one grouping.
 
 Ties (equal scores within a query) are broken pessimistically: the sort puts
 a tie's non-relevant rows first, so a constant score never earns credit. The
-rows of a tie also form a *tie group* (`tie` / `tie_starts`): NDCG averages
+rows of a tie also form a *tie group* (`tie_starts`): NDCG averages
 gains over it (torchmetrics' rule) and AUROC gives tied pairs half credit.
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Ranking:
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
       starts / sizes: per query (ascending query id), its first row and row count.
-      tie, tie_starts: per row, its tie group (equal scores); per tie group, its first row.
+      tie_starts: the first row of each tie group (rows of a query with equal scores).
     """
 
     def __init__(self, preds: torch.Tensor, target: torch.Tensor, indexes: torch.Tensor):
@@ -124,12 +124,6 @@ class Ranking:
         new_tie = self._new_query.clone()
         new_tie[1:] |= self._tie_key[1:] != self._tie_key[:-1]
         return _starts(new_tie)
-
-    @cached_property
-    def tie(self) -> torch.Tensor:
-        """Per row: its tie group."""
-        marks = torch.zeros(self.n, dtype=torch.int64, device=self.rank.device)
-        return torch.cumsum(marks.index_fill_(0, self.tie_starts, 1), 0) - 1
 
     def per_query(self, x: torch.Tensor) -> torch.Tensor:
         """Per-query sums of a per-row quantity."""

@@ -7,7 +7,7 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
-from fmetrics.retrieval._ranking import Ranking, segment_sum, sort_rows
+from fmetrics.retrieval._ranking import Ranking, sort_rows
 
 
 def _discount(rank: torch.Tensor, top_k: Optional[int]) -> torch.Tensor:
@@ -16,6 +16,19 @@ def _discount(rank: torch.Tensor, top_k: Optional[int]) -> torch.Tensor:
     table = torch.zeros(size + 1, dtype=torch.float64, device=rank.device)
     table[:size] = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64, device=rank.device) + 2.0)
     return table[rank.clamp(max=size)]
+
+
+def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
+    """Per row: its gain, or, for rows whose score ties with others of its query, the tie's mean gain."""
+    size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
+    tied = torch.nonzero(size > 1).reshape(-1)
+    if tied.shape[0] == 0:
+        return r.gains
+    start, size = r.tie_starts[tied], size[tied]
+    group = torch.repeat_interleave(torch.arange(tied.shape[0], device=size.device), size)
+    rows = start[group] + torch.arange(group.shape[0], device=size.device) - (torch.cumsum(size, 0) - size)[group]
+    mean = torch.zeros(tied.shape[0], dtype=torch.float64, device=size.device).index_add(0, group, r.gains[rows])
+    return r.gains.index_put((rows,), (mean / size)[group])
 
 
 def _ideal_dcg(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
@@ -59,11 +72,7 @@ def retrieval_normalized_dcg(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        gain = r.gains
-        if r.tie_starts.shape[0] < r.n:  # some scores tie: each row gets its tie group's mean gain
-            tie_size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
-            gain = (segment_sum(gain, r.tie_starts) / tie_size)[r.tie]
-        dcg = r.per_query(gain * _discount(r.rank, top_k))
+        dcg = r.per_query(_tie_averaged_gains(r) * _discount(r.rank, top_k))
         idcg = _ideal_dcg(r, top_k)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
