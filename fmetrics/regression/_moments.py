@@ -14,6 +14,16 @@ A batch enters the same way: its own mean and centred moments, computed in
 the accumulator dtype (float64), are merged into the state. No raw sum of
 squares is ever formed, so data with a large offset (values near 1e6 with
 unit noise) keeps its full precision. ``init()`` (all zeros) is the identity.
+
+``update`` folds a batch of ``N`` rows in directly: with the shift ``K`` = the
+state's mean (the batch's first row when the state is empty) and the float64
+sums ``S1 = sum (x - K)``, ``S2 = sum (x - K)^2``, ``Sxy = sum (x - Kx)(y - Ky)``::
+
+    n' = n + N,   m' = K + S1 / n',   M2' = M2 + S2 - S1^2 / n',   C' = C + Sxy - S1x S1y / n'
+
+(Chan's merge with the batch's own mean and M2 written out for ``m_a = K``).
+``x - K`` is small, so nothing cancels beyond a factor ``n' / n``, and a batch
+costs one float64 pass per statistic and a handful of ``(D,)`` operations.
 """
 from __future__ import annotations
 
@@ -23,6 +33,21 @@ import torch
 def batch_count(x: torch.Tensor) -> torch.Tensor:
     """Rows of ``x`` as an int64 0-d tensor on its device."""
     return torch.full((), x.shape[0], dtype=torch.int64, device=x.device)
+
+
+def shift(n: torch.Tensor, mean: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """The batch shift ``K``: the state's ``mean``, or the batch's ``first`` row when the state is empty."""
+    return torch.where(n > 0, mean, first.to(mean.dtype))
+
+
+def absorb(n: torch.Tensor, rows: int, k: torch.Tensor, s1: torch.Tensor):
+    """``(n', m', w)`` after folding in ``rows`` rows with shifted sums ``s1``; ``w = s1 / n'``.
+
+    The caller finishes ``M2' = M2 + S2 - s1 w`` and ``C' = C + Sxy - s1_x w_y``.
+    """
+    n = n + rows
+    w = s1 / n
+    return n, k + w, w
 
 
 def centre_(c: torch.Tensor):

@@ -1,7 +1,7 @@
 """The state shared by `r2_score`, `explained_variance` and `relative_squared_error`.
 
 Per output: the count, the target's mean and centred second moment, and the
-residual ``e = target - preds``'s mean and centred second moment, all merged
+residual ``e = preds - target``'s mean and centred second moment, all merged
 with Chan's formulas (`fmetrics.regression._moments`) in float64. From them::
 
     TSS = M2_t                       (total sum of squares)
@@ -27,22 +27,14 @@ MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
 
 class ResidualState(NamedTuple):
     n: torch.Tensor  # int64 (): rows seen
-    mean_target: torch.Tensor  # float64 (D,)
-    m2_target: torch.Tensor  # float64 (D,): sum (t - mean_t)^2
-    mean_error: torch.Tensor  # float64 (D,): mean of t - p
-    m2_error: torch.Tensor  # float64 (D,): sum (e - mean_e)^2
+    mean: torch.Tensor  # float64 (2, D): means of the target (row 0) and the residual preds - target (row 1)
+    m2: torch.Tensor  # float64 (2, D): their centred second moments, sum (t - mean_t)^2 and sum (e - mean_e)^2
 
 
 def merge(a: ResidualState, b: ResidualState) -> ResidualState:
-    n, w_b, cross = _moments.weights(a.n, b.n, a.mean_target.dtype)
-    dt, de = b.mean_target - a.mean_target, b.mean_error - a.mean_error
-    return ResidualState(
-        n,
-        _moments.merge_mean(a.mean_target, b.mean_target, w_b),
-        _moments.merge_comoment(a.m2_target, b.m2_target, dt, dt, cross),
-        _moments.merge_mean(a.mean_error, b.mean_error, w_b),
-        _moments.merge_comoment(a.m2_error, b.m2_error, de, de, cross),
-    )
+    n, w_b, cross = _moments.weights(a.n, b.n, a.mean.dtype)
+    d = b.mean - a.mean
+    return ResidualState(n, _moments.merge_mean(a.mean, b.mean, w_b), _moments.merge_comoment(a.m2, b.m2, d, d, cross))
 
 
 def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
@@ -50,29 +42,36 @@ def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
     _inputs.check_num_outputs(name, num_outputs)
 
     def init():
-        zero = torch.zeros(num_outputs, dtype=accum_dtype())
-        return ResidualState(torch.zeros((), dtype=torch.int64), zero, zero.clone(), zero.clone(), zero.clone())
+        zero = torch.zeros(2, num_outputs, dtype=accum_dtype())
+        return ResidualState(torch.zeros((), dtype=torch.int64), zero, zero.clone())
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        acc = state.mean_target.dtype
-        t64 = t.to(acc, copy=True)
-        e = t64 - p.to(acc)
-        (mt, ct), (me, ce) = _moments.centre_(t64), _moments.centre_(e)
-        batch = ResidualState(_moments.batch_count(t), mt, _inputs.square(ct).sum(0), me,
-                              _inputs.square(ce).sum(0))
-        return merge(state, batch)
+        if t.shape[0] == 0:
+            return state
+        z = torch.stack((t, p), 1).to(state.mean.dtype)  # (N, 2, D), a fresh buffer
+        z[:, 1].sub_(z[:, 0])  # the residual p - t, exact for float32 inputs
+        k = _moments.shift(state.n, state.mean, z[0])
+        z = z.sub_(k)
+        s1 = z.sum(0)
+        n, mean, w = _moments.absorb(state.n, t.shape[0], k, s1)
+        return ResidualState(n, mean, state.m2 + _inputs.square(z).sum(0) - s1 * w)
 
-    tags = ResidualState(n=None, mean_target=None, m2_target=None, mean_error=None, m2_error=None)
+    tags = ResidualState(n=None, mean=None, m2=None)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,
                   state_key=("regression.residual_moments", num_outputs), reductions=tags)
 
 
+def rss(state: ResidualState) -> torch.Tensor:
+    """Residual sum of squares ``M2_e + n mean_e^2`` per output (both terms >= 0)."""
+    return state.m2[1] + state.n * state.mean[1] * state.mean[1]
+
+
 def undefined(name: str, state: ResidualState) -> torch.Tensor:
     """Outputs whose target is constant (or with < 2 samples); warns when there is one."""
-    bad = _moments.degenerate(state.n, state.mean_target, state.m2_target)
+    bad = _moments.degenerate(state.n, state.mean[0], state.m2[0])
     if bool(bad.any()):
         warnings.warn(f"{name}: the target is constant (or has fewer than 2 samples) for "
                       f"{int(bad.sum())} of {bad.numel()} outputs; the score is undefined there and set to NaN",

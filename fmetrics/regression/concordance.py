@@ -24,8 +24,8 @@ def concordance_corrcoef(num_outputs: int = 1) -> Metric:
     def finalize(state):
         bad = undefined(name, state)
         dof = torch.clamp(state.n - 1, min=1).to(state.c_xy.dtype)
-        dm = state.mean_x - state.mean_y
-        rho = 2 * state.c_xy / (state.m2_x + state.m2_y + dof * dm * dm)
+        dm = state.mean[0] - state.mean[1]
+        rho = 2 * state.c_xy / (state.m2[0] + state.m2[1] + dof * dm * dm)
         rho = torch.where(bad, torch.nan, rho)
         return rho[0] if num_outputs == 1 else rho
 

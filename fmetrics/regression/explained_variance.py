@@ -24,8 +24,8 @@ def explained_variance(multioutput: str = "uniform_average", num_outputs: int = 
 
     def finalize(state):
         bad = _residual.undefined(name, state)
-        tss = state.m2_target
-        scores = torch.where(bad, torch.nan, 1 - state.m2_error / torch.where(bad, 1, tss))
+        tss = state.m2[0]
+        scores = torch.where(bad, torch.nan, 1 - state.m2[1] / torch.where(bad, 1, tss))
         return _residual.average(scores, tss, bad, multioutput, num_outputs)
 
     return _residual.residual_metric(name, num_outputs, finalize)

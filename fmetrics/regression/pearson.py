@@ -13,23 +13,19 @@ from fmetrics.state import accum_dtype
 
 class PearsonState(NamedTuple):
     n: torch.Tensor  # int64 (): pairs seen
-    mean_x: torch.Tensor  # float64 (D,): preds mean
-    mean_y: torch.Tensor  # float64 (D,): target mean
-    m2_x: torch.Tensor  # float64 (D,): sum (x - mean_x)^2
-    m2_y: torch.Tensor  # float64 (D,): sum (y - mean_y)^2
+    mean: torch.Tensor  # float64 (2, D): means of preds (row 0) and target (row 1)
+    m2: torch.Tensor  # float64 (2, D): sum (x - mean_x)^2, sum (y - mean_y)^2
     c_xy: torch.Tensor  # float64 (D,): sum (x - mean_x)(y - mean_y)
 
 
 def _merge(a: PearsonState, b: PearsonState) -> PearsonState:
-    n, w_b, cross = _moments.weights(a.n, b.n, a.mean_x.dtype)
-    dx, dy = b.mean_x - a.mean_x, b.mean_y - a.mean_y
+    n, w_b, cross = _moments.weights(a.n, b.n, a.mean.dtype)
+    d = b.mean - a.mean
     return PearsonState(
         n,
-        _moments.merge_mean(a.mean_x, b.mean_x, w_b),
-        _moments.merge_mean(a.mean_y, b.mean_y, w_b),
-        _moments.merge_comoment(a.m2_x, b.m2_x, dx, dx, cross),
-        _moments.merge_comoment(a.m2_y, b.m2_y, dy, dy, cross),
-        _moments.merge_comoment(a.c_xy, b.c_xy, dx, dy, cross),
+        _moments.merge_mean(a.mean, b.mean, w_b),
+        _moments.merge_comoment(a.m2, b.m2, d, d, cross),
+        _moments.merge_comoment(a.c_xy, b.c_xy, d[0], d[1], cross),
     )
 
 
@@ -38,28 +34,31 @@ def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
     _inputs.check_num_outputs(name, num_outputs)
 
     def init():
-        zero = torch.zeros(num_outputs, dtype=accum_dtype())
-        return PearsonState(torch.zeros((), dtype=torch.int64), *(zero.clone() for _ in range(5)))
+        zero = torch.zeros(2, num_outputs, dtype=accum_dtype())
+        return PearsonState(torch.zeros((), dtype=torch.int64), zero, zero.clone(), zero[0].clone())
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         x = _inputs.columns(name, preds, num_outputs, flatten=False)
         y = _inputs.columns(name, target, num_outputs, flatten=False)
-        (mx, cx), (my, cy) = _moments.centre(x, state.mean_x.dtype), _moments.centre(y, state.mean_x.dtype)
-        c_xy = (cx * cy).sum(0)
-        batch = PearsonState(_moments.batch_count(x), mx, my, _inputs.square(cx, cy).sum(0),
-                             _inputs.square(cy, cx).sum(0), c_xy)
-        return _merge(state, batch)
+        if x.shape[0] == 0:
+            return state
+        z = torch.stack((x, y), 1).to(state.mean.dtype)  # (N, 2, D), a fresh buffer
+        k = _moments.shift(state.n, state.mean, z[0])
+        z = z.sub_(k)
+        s1 = z.sum(0)
+        sxy = (z[:, 0] * z[:, 1]).sum(0)
+        n, mean, w = _moments.absorb(state.n, x.shape[0], k, s1)
+        return PearsonState(n, mean, state.m2 + _inputs.square(z).sum(0) - s1 * w, state.c_xy + sxy - s1[0] * w[1])
 
-    tags = PearsonState(n=None, mean_x=None, mean_y=None, m2_x=None, m2_y=None, c_xy=None)
+    tags = PearsonState(n=None, mean=None, m2=None, c_xy=None)
     return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name,
                   state_key=("regression.comoments", num_outputs), reductions=tags)
 
 
 def undefined(name: str, state: PearsonState) -> torch.Tensor:
     """Outputs where preds or target is constant (or < 2 pairs); warns when there is one."""
-    bad = _moments.degenerate(state.n, state.mean_x, state.m2_x) | _moments.degenerate(
-        state.n, state.mean_y, state.m2_y)
+    bad = _moments.degenerate(state.n, state.mean, state.m2).any(0)
     if bool(bad.any()):
         warnings.warn(f"{name}: preds or target is constant (or there are fewer than 2 samples) for "
                       f"{int(bad.sum())} of {bad.numel()} outputs; the correlation is undefined there and set "
@@ -83,7 +82,7 @@ def pearson_corrcoef(num_outputs: int = 1) -> Metric:
 
     def finalize(state):
         bad = undefined(name, state)
-        denom = torch.sqrt(state.m2_x) * torch.sqrt(state.m2_y)
+        denom = torch.sqrt(state.m2[0]) * torch.sqrt(state.m2[1])
         r = torch.where(bad, torch.nan, torch.clamp(state.c_xy / torch.where(bad, 1, denom), -1, 1))
         return r[0] if num_outputs == 1 else r
 

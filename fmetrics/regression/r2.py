@@ -34,9 +34,8 @@ def r2_score(adjusted: int = 0, multioutput: str = "uniform_average", num_output
 
     def finalize(state):
         bad = _residual.undefined(name, state)
-        tss = state.m2_target
-        rss = state.m2_error + state.n * state.mean_error * state.mean_error
-        scores = torch.where(bad, torch.nan, 1 - rss / torch.where(bad, 1, tss))
+        tss = state.m2[0]
+        scores = torch.where(bad, torch.nan, 1 - _residual.rss(state) / torch.where(bad, 1, tss))
         r2 = _residual.average(scores, tss, bad, multioutput, num_outputs)
         if adjusted:
             n = int(state.n)

@@ -24,8 +24,7 @@ def relative_squared_error(num_outputs: int = 1, squared: bool = True) -> Metric
 
     def finalize(state):
         bad = _residual.undefined(name, state)
-        rss = state.m2_error + state.n * state.mean_error * state.mean_error
-        rse = torch.where(bad, torch.nan, rss / torch.where(bad, 1, state.m2_target))
+        rse = torch.where(bad, torch.nan, _residual.rss(state) / torch.where(bad, 1, state.m2[0]))
         return (rse if squared else torch.sqrt(rse)).mean()
 
     return _residual.residual_metric(name, num_outputs, finalize)
