@@ -117,11 +117,18 @@ def test_kendall_large_with_ties_matches_scipy():
     close(fm.kendall_rank_corrcoef(variant="c")(x, y), ss.kendalltau(_np(x), _np(y), variant="c").statistic)
 
 
-def test_spearman_ranks_match_scipy_rankdata():
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])  # packed numpy sort / torch sort
+def test_spearman_ranks_match_scipy_rankdata(dtype):
     from fmetrics.regression._pairs import average_ranks
 
     p, _ = _data(n=300, d=2, seed=6, kind="ties")
+    p[:7, 0] = -p[:7, 0]  # negatives, including -0.0 next to 0.0
+    p[7, 1], p[8, 1] = -0.0, 0.0
+    p = p.to(dtype)
     close(average_ranks(p), np.stack([ss.rankdata(_np(p[:, j])) for j in range(2)], 1), rtol=0, atol=0)
+    q = torch.tensor([[float("inf")], [-float("inf")], [3.0], [-3.0], [3.0]], dtype=torch.float64).to(dtype) \
+        if dtype != torch.int64 else torch.tensor([[5], [-5], [3], [-3], [3]])
+    close(average_ranks(q), ss.rankdata(_np(q[:, 0]))[:, None], rtol=0, atol=0)
 
 
 # ------------------------------------------------------------------ every option against torchmetrics
