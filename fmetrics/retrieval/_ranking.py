@@ -3,11 +3,11 @@
 Rows are ordered by (query id ascending, score descending, relevant last)
 with one stable int64 sort (a radix sort on CPU) of a packed key: the query
 id, an order-preserving integer image of the score and the relevance bit
-(`sort_rows`). Per-query quantities are segment sums
-over that order (differences of a cumulative sum), so nothing loops over
-queries. ``ranking(state, ignore_index)`` caches the last result while that
-state lives, so the retrieval metrics of one `fmetrics.collection` finalize
-over one grouping.
+(`sort_rows`). Per-query quantities are segment sums over that order
+(differences of a cumulative sum), so nothing loops over queries.
+``ranking(state, ignore_index)`` caches the last result while that state
+lives, so the retrieval metrics of one `fmetrics.collection` finalize over
+one grouping.
 
 Ties (equal scores within a query) are broken pessimistically: the sort puts
 a tie's non-relevant rows first, so a constant score never earns credit. The
@@ -49,8 +49,9 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
     """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
 
     Returns ``(order, sorted group keys, sorted tie keys, sorted values > 0, sorted last)``;
-    group keys are equal for equal groups, and equal tie keys within a group mean equal values. Float32-exact values and a
-    group range under 2^30 take one stable int64 sort of a packed key
+    group keys are equal for equal groups, and equal tie keys within a group
+    mean equal values. Float32-exact values and a group range under 2^30 take
+    one stable int64 sort of a packed key
     ``group << 33 | descending value bits << 1 | last`` (a radix sort on CPU);
     anything else a stable sort per key. The order within a tie is otherwise
     unspecified.
