@@ -1,4 +1,5 @@
 """Regression workloads: 200 batches of 4096x16 (preds, target) float32 pairs (25 with --quick),
+1000 batches of 16x16 for the per-update overhead of Pearson and R² (100 with --quick),
 and the rank correlations on one stream of 10^6 (Spearman) / 5000 (Kendall) pairs.
 
 fmetrics' ``init / update* / finalize`` against torchmetrics' ``update* / compute``,
@@ -12,20 +13,13 @@ import fmetrics
 from benchmarks.registry import register
 
 ROWS, COLS = 4096, 16
+SMALL_ROWS, SMALL_BATCHES = 16, 1000
 SPEARMAN_PAIRS, SPEARMAN_CHUNKS = 10**6, 10
 KENDALL_PAIRS = 5000
 
 
 def _batches(quick: bool) -> int:
     return 25 if quick else 200
-
-
-def _samples(quick: bool) -> int:
-    return _batches(quick) * ROWS
-
-
-def _bytes(quick: bool) -> int:
-    return 2 * _batches(quick) * ROWS * COLS * 4  # preds and target, float32, one pass
 
 
 def _pairs(n_batches: int, rows: int, cols=None, seed: int = 0):
@@ -58,11 +52,16 @@ def _torchmetrics(cls_name: str, batches, **kwargs):
     return run
 
 
-def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, **kwargs):
-    @register(f"regression/{name}", domain="regression", samples=_samples, bytes=_bytes,
-              peers=("torchmetrics",), description=doc)
+def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, small: bool = False, **kwargs):
+    def n_batches(quick: bool) -> int:
+        return (SMALL_BATCHES // (10 if quick else 1)) if small else _batches(quick)
+
+    rows = SMALL_ROWS if small else ROWS
+
+    @register(f"regression/{name}", domain="regression", samples=lambda quick: n_batches(quick) * rows,
+              bytes=lambda quick: 2 * n_batches(quick) * rows * COLS * 4, peers=("torchmetrics",), description=doc)
     def build(quick: bool):
-        batches = _pairs(_batches(quick), ROWS, COLS)
+        batches = _pairs(n_batches(quick), rows, COLS)
         runs = {"fmetrics": _fmetrics(factory(**kwargs), batches)}
         try:
             runs["torchmetrics"] = _torchmetrics(tm_class, batches, **(tm_kwargs or {}))
@@ -84,6 +83,11 @@ _workload("pearson_corrcoef", fmetrics.pearson_corrcoef, "PearsonCorrCoef",
           tm_kwargs={"num_outputs": COLS}, num_outputs=COLS)
 _workload("r2_score", fmetrics.r2_score, "R2Score",
           "R2 (uniform average of 16 outputs), 4096x16 batches, vs R2Score", num_outputs=COLS)
+_workload("pearson_corrcoef_16rows", fmetrics.pearson_corrcoef, "PearsonCorrCoef",
+          "Pearson r of 16 outputs, 1000 batches of 16x16 (per-update overhead)",
+          tm_kwargs={"num_outputs": COLS}, small=True, num_outputs=COLS)
+_workload("r2_score_16rows", fmetrics.r2_score, "R2Score",
+          "R2 of 16 outputs, 1000 batches of 16x16 (per-update overhead)", small=True, num_outputs=COLS)
 
 
 @register("regression/spearman_corrcoef", domain="regression",

@@ -57,7 +57,7 @@ def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
         z = z.sub_(k)
         s1 = z.sum(0)
         n, mean, w = _moments.absorb(state.n, t.shape[0], k, s1)
-        return ResidualState(n, mean, state.m2 + _inputs.square(z).sum(0) - s1 * w)
+        return ResidualState(n, mean, torch.addcmul(state.m2 + _inputs.square(z).sum(0), s1, w, value=-1))
 
     tags = ResidualState(n=None, mean=None, m2=None)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,

@@ -43,13 +43,15 @@ def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
         y = _inputs.columns(name, target, num_outputs, flatten=False)
         if x.shape[0] == 0:
             return state
-        z = torch.stack((x, y), 1).to(state.mean.dtype)  # (N, 2, D), a fresh buffer
-        k = _moments.shift(state.n, state.mean, z[0])
-        z = z.sub_(k)
-        s1 = z.sum(0)
-        sxy = (z[:, 0] * z[:, 1]).sum(0)
+        acc = state.mean.dtype
+        k = _moments.shift(state.n, state.mean, torch.stack((x[0], y[0])))
+        dx, dy = x.to(acc, copy=True).sub_(k[0]), y.to(acc, copy=True).sub_(k[1])  # two (N, D) buffers
+        s1 = torch.stack((dx.sum(0), dy.sum(0)))
+        sxy = (dx * dy).sum(0)
+        s2 = torch.stack((_inputs.square(dx, dy).sum(0), _inputs.square(dy, dx).sum(0)))
         n, mean, w = _moments.absorb(state.n, x.shape[0], k, s1)
-        return PearsonState(n, mean, state.m2 + _inputs.square(z).sum(0) - s1 * w, state.c_xy + sxy - s1[0] * w[1])
+        return PearsonState(n, mean, torch.addcmul(state.m2 + s2, s1, w, value=-1),
+                            torch.addcmul(state.c_xy + sxy, s1[0], w[1], value=-1))
 
     tags = PearsonState(n=None, mean=None, m2=None, c_xy=None)
     return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name,
