@@ -168,15 +168,17 @@ def _fingerprint(state: RetrievalState, ignore_index: Optional[int]) -> tuple:
 
 
 def _forget(ref) -> None:
-    if _LAST and any(r is ref for r in _LAST[0][1]):
+    entry = next(iter(_LAST), None)
+    if entry is not None and any(r is ref for r in entry[1]):
         _LAST.clear()
 
 
 def ranking(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
     """The `Ranking` of a state's rows (rows whose target equals ``ignore_index`` dropped); cached."""
     fp = _fingerprint(state, ignore_index)
-    if _LAST and _LAST[0][0] == fp and all(r() is not None for r in _LAST[0][1]):
-        return _LAST[0][2]
+    entry = next(iter(_LAST), None)  # read once: another thread or a weakref callback may replace it
+    if entry is not None and entry[0] == fp and all(r() is not None for r in entry[1]):
+        return entry[2]
     device = state.negative_indexes.device
     preds = cat_chunks(state.preds, torch.empty(0, device=device))
     target = cat_chunks(state.target, torch.empty(0, device=device))
