@@ -205,6 +205,26 @@ def test_crps_vs_torchmetrics_and_bruteforce():
 
 # ------------------------------------------------------------------ edge cases
 
+@pytest.mark.parametrize("limit", [0, 10**9], ids=["two-buffers", "stacked"])
+def test_moment_updates_both_layouts(monkeypatch, limit):
+    """Pearson / R² / explained variance updates on both batch layouts (`_moments.STACK_LIMIT`), gradients included."""
+    from fmetrics.regression import _moments
+
+    monkeypatch.setattr(_moments, "STACK_LIMIT", limit)
+    p, t = _data(n=3000, d=4, seed=21)
+    t[:, 2] = t[:, 2] * 100 + 1e4
+    close(_batched(fm.pearson_corrcoef(num_outputs=4), p, t), _per_column(lambda x, y: ss.pearsonr(x, y)[0], p, t))
+    for name, oracle in (("r2_score", skm.r2_score), ("explained_variance", skm.explained_variance_score)):
+        got = _batched(getattr(fm, name)(multioutput="raw_values", num_outputs=4), p, t)
+        close(got, oracle(_np(t), _np(p), multioutput="raw_values"))
+    for name in ("pearson_corrcoef", "r2_score"):
+        x = p[:, 0].clone().requires_grad_(True)
+        getattr(fm, name)()(x, t[:, 0]).backward()
+        want = x.detach().clone().requires_grad_(True)
+        getattr(tmf, name)(want, t[:, 0]).backward()
+        torch.testing.assert_close(x.grad, want.grad, rtol=1e-4, atol=1e-7)
+
+
 UNDEFINED_ON_CONSTANT = ["r2_score", "explained_variance", "relative_squared_error", "pearson_corrcoef",
                          "concordance_corrcoef", "spearman_corrcoef", "kendall_rank_corrcoef"]
 

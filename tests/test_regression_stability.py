@@ -104,6 +104,23 @@ def test_offset_data_rank_order_does_not_matter():
     assert max(relative_errors(backward, forward).values()) < 1e-9
 
 
+def test_offset_data_after_a_one_row_first_batch():
+    """The update's shift is the state's mean: here the first batch's single row, then 4096-row batches."""
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(3, 4096, generator=g, dtype=torch.float64)
+    target = (OFFSET + z).float()
+    preds = (OFFSET + 0.1 + 0.9 * z + 0.4 * torch.randn(3, 4096, generator=g, dtype=torch.float64)).float()
+    batches = [(preds[0, :1], target[0, :1]), (preds[1], target[1]), (preds[2], target[2])]
+    want = oracles(batches)
+    metric = fm.collection({"pearson": fm.pearson_corrcoef(), "r2": fm.r2_score(),
+                            "explained_variance": fm.explained_variance(), "concordance": fm.concordance_corrcoef()})
+    s = metric.init()
+    for p, t in batches:
+        s = metric.update(s, p, t)
+    errors = relative_errors({k: float(v) for k, v in metric.finalize(s).items()}, want)
+    assert max(errors.values()) < 1e-9, errors
+
+
 if __name__ == "__main__":
     data = offset_batches()
     ref = oracles(data)

@@ -51,13 +51,22 @@ def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
         t = _inputs.columns(name, target, num_outputs, flatten=False)
         if t.shape[0] == 0:
             return state
-        z = torch.stack((t, p), 1).to(state.mean.dtype)  # (N, 2, D), a fresh buffer
-        z[:, 1].sub_(z[:, 0])  # the residual p - t, exact for float32 inputs
-        k = _moments.shift(state.n, state.mean, z[0])
-        z = z.sub_(k)
-        s1 = z.sum(0)
+        acc = state.mean.dtype
+        if t.numel() <= _moments.STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
+            z = torch.stack((t, p), 1).to(acc)
+            z[:, 1].sub_(z[:, 0])  # the residual p - t, exact for float32 inputs
+            k = _moments.shift(state.n, state.mean, z[0])
+            z = z.sub_(k)
+            s1, s2 = z.sum(0), _inputs.square(z).sum(0)
+        else:  # two (N, D) buffers: fewer bytes moved
+            ct = t.to(acc, copy=True)
+            ce = p.to(acc, copy=True).sub_(ct)
+            k = _moments.shift(state.n, state.mean, torch.stack((ct[0], ce[0])))
+            ct, ce = ct.sub_(k[0]), ce.sub_(k[1])
+            s1 = torch.stack((ct.sum(0), ce.sum(0)))
+            s2 = torch.stack((_inputs.square(ct).sum(0), _inputs.square(ce).sum(0)))
         n, mean, w = _moments.absorb(state.n, t.shape[0], k, s1)
-        return ResidualState(n, mean, torch.addcmul(state.m2 + _inputs.square(z).sum(0), s1, w, value=-1))
+        return ResidualState(n, mean, torch.addcmul(state.m2 + s2, s1, w, value=-1))
 
     tags = ResidualState(n=None, mean=None, m2=None)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,

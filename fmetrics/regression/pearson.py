@@ -44,11 +44,17 @@ def comoment_metric(name: str, num_outputs: int, finalize) -> Metric:
         if x.shape[0] == 0:
             return state
         acc = state.mean.dtype
-        k = _moments.shift(state.n, state.mean, torch.stack((x[0], y[0])))
-        dx, dy = x.to(acc, copy=True).sub_(k[0]), y.to(acc, copy=True).sub_(k[1])  # two (N, D) buffers
-        s1 = torch.stack((dx.sum(0), dy.sum(0)))
-        sxy = (dx * dy).sum(0)
-        s2 = torch.stack((_inputs.square(dx, dy).sum(0), _inputs.square(dy, dx).sum(0)))
+        if x.numel() <= _moments.STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
+            z = torch.stack((x, y), 1).to(acc)
+            k = _moments.shift(state.n, state.mean, z[0])
+            z = z.sub_(k)
+            s1, sxy = z.sum(0), (z[:, 0] * z[:, 1]).sum(0)
+            s2 = _inputs.square(z).sum(0)
+        else:  # two (N, D) buffers: fewer bytes moved
+            k = _moments.shift(state.n, state.mean, torch.stack((x[0], y[0])))
+            dx, dy = x.to(acc, copy=True).sub_(k[0]), y.to(acc, copy=True).sub_(k[1])
+            s1, sxy = torch.stack((dx.sum(0), dy.sum(0))), (dx * dy).sum(0)
+            s2 = torch.stack((_inputs.square(dx, dy).sum(0), _inputs.square(dy, dx).sum(0)))
         n, mean, w = _moments.absorb(state.n, x.shape[0], k, s1)
         return PearsonState(n, mean, torch.addcmul(state.m2 + s2, s1, w, value=-1),
                             torch.addcmul(state.c_xy + sxy, s1[0], w[1], value=-1))
