@@ -15,6 +15,7 @@ import torch
 import torchmetrics.functional.regression as tmf
 
 import fmetrics as fm
+from fmetrics.testing import check_metric
 
 
 def _data(n=500, d=None, seed=0, kind="normal"):
@@ -223,6 +224,9 @@ def test_moment_updates_both_layouts(monkeypatch, limit):
         want = x.detach().clone().requires_grad_(True)
         getattr(tmf, name)(want, t[:, 0]).backward()
         torch.testing.assert_close(x.grad, want.grad, rtol=1e-4, atol=1e-7)
+    laws_batches = [(p[a:b, :3], t[a:b, :3]) for a, b in ((0, 5), (5, 22), (22, 23), (23, 53))]
+    for name in ("pearson_corrcoef", "r2_score"):  # vmap / compile / purity on this layout too
+        check_metric(getattr(fm, name)(num_outputs=3), laws_batches, seed=0)
 
 
 UNDEFINED_ON_CONSTANT = ["r2_score", "explained_variance", "relative_squared_error", "pearson_corrcoef",
