@@ -10,20 +10,21 @@ centred second moments ``M2_a = sum (x - m_a)^2`` (co-moments
     M2    = M2_a + M2_b + delta^2 * n_a n_b / n
     C     = C_a + C_b + delta_x delta_y * n_a n_b / n
 
-A batch enters the same way: its own mean and centred moments, computed in
-the accumulator dtype (float64), are merged into the state. No raw sum of
-squares is ever formed, so data with a large offset (values near 1e6 with
-unit noise) keeps its full precision. ``init()`` (all zeros) is the identity.
+``init()`` (all zeros) is the identity. No raw sum of squares is ever formed,
+so data with a large offset (values near 1e6 with unit noise) keep their full
+precision.
 
-``update`` folds a batch of ``N`` rows in directly: with the shift ``K`` = the
-state's mean (the batch's first row when the state is empty) and the float64
-sums ``S1 = sum (x - K)``, ``S2 = sum (x - K)^2``, ``Sxy = sum (x - Kx)(y - Ky)``::
+A batch enters in the accumulator dtype (float64). NRMSE merges the batch's own
+mean and centred moments (`centre`); Pearson and R² fold it in directly
+(`shift`, `absorb`): with the shift ``K`` = the state's mean (the batch's first
+row when the state is empty) and the float64 sums ``S1 = sum (x - K)``,
+``S2 = sum (x - K)^2``, ``Sxy = sum (x - Kx)(y - Ky)``::
 
     n' = n + N,   m' = K + S1 / n',   M2' = M2 + S2 - S1^2 / n',   C' = C + Sxy - S1x S1y / n'
 
-(Chan's merge with the batch's own mean and M2 written out for ``m_a = K``).
-``x - K`` is small, so nothing cancels beyond a factor ``n' / n``, and a batch
-costs one float64 pass per statistic and a handful of ``(D,)`` operations.
+(the merge above with ``m_a = K`` written out). ``x - K`` is small, so nothing
+cancels beyond a factor ``n' / n``, and a batch costs one float64 pass per
+statistic and a handful of ``(D,)`` operations.
 """
 from __future__ import annotations
 
