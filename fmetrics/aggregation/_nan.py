@@ -1,4 +1,4 @@
-"""NaN policy shared by the aggregation metrics (torchmetrics' ``nan_strategy``).
+"""NaN policy and fast sums shared by the aggregation metrics (torchmetrics' ``nan_strategy``).
 
 * ``"error"``   -- NaNs are dropped and counted; `finalize` raises with the count.
 * ``"warn"``    -- NaNs are dropped and counted; `finalize` warns with the count.
@@ -6,9 +6,13 @@
 * ``"disable"`` -- no check: NaNs propagate into the result.
 * a float       -- NaNs are replaced by that value (their weight becomes 1).
 
-``update`` never syncs: dropping is a mask, and the count lives in the state.
-torchmetrics raises ``"error"`` inside ``update``; fmetrics raises in
-``finalize`` so that the device is never synced per batch.
+``update`` never syncs: dropping is ``nansum`` / a mask, and the count lives in
+the state. torchmetrics raises ``"error"`` inside ``update``; fmetrics raises
+in ``finalize`` so that the device is never synced per batch.
+
+Precision: sums reduce straight into float64 (``sum(dtype=float64)`` casts
+inside the reduction, with no float64 copy of the batch), so results do not
+depend on how the stream was batched, and long streams do not drift.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import torch
 from fmetrics import validation
 
 POLICIES = ("error", "warn", "ignore", "disable")
+_EXACT_F32_COUNT = 2**24  # float32 counts integers exactly up to here
 
 
 def check(metric: str, nan_strategy) -> None:
@@ -24,6 +29,11 @@ def check(metric: str, nan_strategy) -> None:
         nan_strategy in POLICIES or isinstance(nan_strategy, (int, float))
     ):
         raise validation.fail(metric, "nan_strategy", f"one of {POLICIES} or a float", repr(nan_strategy))
+
+
+def drops(nan_strategy) -> bool:
+    """The policy drops NaNs (``error``, ``warn``, ``ignore``)."""
+    return isinstance(nan_strategy, str) and nan_strategy != "disable"
 
 
 def as_tensor(metric: str, arg: str, x) -> torch.Tensor:
@@ -36,8 +46,39 @@ def as_tensor(metric: str, arg: str, x) -> torch.Tensor:
     raise validation.fail(metric, arg, "a tensor or a number", type(x).__name__)
 
 
+def _floating(x: torch.Tensor) -> torch.Tensor:
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+
+
+def total(x: torch.Tensor, skip_nan: bool = False) -> torch.Tensor:
+    """float64 0-d sum of ``x`` (NaNs skipped with ``skip_nan``)."""
+    if skip_nan and x.is_floating_point():
+        return torch.nansum(x, dtype=torch.float64)
+    return x.sum(dtype=torch.float64)
+
+
+def nan_count(x: torch.Tensor) -> torch.Tensor:
+    """int64 0-d number of NaNs in ``x`` without a boolean pass.
+
+    ``clamp(x, 1, 1)`` is 1 for every number (infinities included) and NaN for
+    NaN, so ``numel - nansum(clamp(x, 1, 1))`` counts the NaNs in two cheap
+    passes (a boolean ``isnan(x).sum()`` costs several times more on CPU).
+    """
+    if not x.is_floating_point():
+        return torch.zeros((), dtype=torch.int64, device=x.device)
+    ones = torch.clamp(_floating(x), 1, 1)
+    if ones.numel() >= _EXACT_F32_COUNT:
+        ones = ones.double()
+    return (x.numel() - torch.nansum(ones)).to(torch.int64)
+
+
+def replace(nan_strategy, x: torch.Tensor) -> torch.Tensor:
+    """``x`` with NaNs replaced by the float policy's value (infinities kept)."""
+    return torch.nan_to_num(x, nan=float(nan_strategy), posinf=torch.inf, neginf=-torch.inf)
+
+
 def clean(nan_strategy, value: torch.Tensor, weight: torch.Tensor):
-    """Returns ``(value, weight, nan_count)`` with NaNs handled per the policy.
+    """Returns ``(value, weight, nan_count)`` with NaNs in either handled per the policy.
 
     Dropped entries get value 0 and weight 0, so sums ignore them without a
     data-dependent shape.

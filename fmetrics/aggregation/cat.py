@@ -38,17 +38,16 @@ def cat(nan_strategy="warn") -> Metric:
         value = _nan.as_tensor(name, "value", value)
         value = value.reshape(1) if value.dim() == 0 else value
         if nan_strategy == "disable":
-            nans = torch.zeros((), dtype=torch.int64, device=value.device)
-        else:
-            nans = torch.isnan(value).sum(dtype=torch.int64)
-            if not isinstance(nan_strategy, str):
-                value = torch.nan_to_num(value, nan=float(nan_strategy), posinf=torch.inf, neginf=-torch.inf)
+            return CatState(state.chunks + (value,), state.nan_count)
+        nans = _nan.nan_count(value)
+        if not _nan.drops(nan_strategy):
+            value = _nan.replace(nan_strategy, value)
         return CatState(state.chunks + (value,), state.nan_count + nans)
 
     def finalize(state):
         _nan.report(name, nan_strategy, state.nan_count)
         values = cat_chunks(state.chunks, torch.empty(0))
-        if isinstance(nan_strategy, str) and nan_strategy != "disable" and int(state.nan_count):
+        if _nan.drops(nan_strategy) and int(state.nan_count):
             values = values[~torch.isnan(values)]
         return values
 

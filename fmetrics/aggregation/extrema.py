@@ -25,13 +25,15 @@ def _extremum(name: str, tag: str, nan_strategy) -> Metric:
         return ExtremumState(torch.tensor(start, dtype=torch.float64), torch.zeros((), dtype=torch.int64))
 
     def update(state, value):
-        value = _nan.as_tensor(name, "value", value).to(state.value.dtype)
-        # dropped entries become the identity so they never win
-        filler = torch.full_like(value, start)
-        value, keep, nans = _nan.clean(nan_strategy, value, torch.ones_like(value))
-        value = torch.where(keep > 0, value, filler)
-        batch = reduce(value.reshape(-1), dim=0) if value.numel() else state.value
-        return ExtremumState(combine(state.value, batch), state.nan_count + nans)
+        value = _nan.as_tensor(name, "value", value)
+        nans = state.nan_count
+        if nan_strategy != "disable":
+            nans = nans + _nan.nan_count(value)
+            # dropped NaNs become the identity, so they never win
+            value = _nan.replace(start if _nan.drops(nan_strategy) else nan_strategy, value)
+        if not value.numel():
+            return ExtremumState(state.value, nans)
+        return ExtremumState(combine(state.value, reduce(value.reshape(-1), dim=0).to(state.value.dtype)), nans)
 
     def finalize(state):
         _nan.report(name, nan_strategy, state.nan_count)

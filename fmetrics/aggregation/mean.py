@@ -20,7 +20,7 @@ class MeanState(NamedTuple):
 def mean(nan_strategy="warn") -> Metric:
     """Weighted mean ``sum_i w_i x_i / sum_i w_i`` over every element seen.
 
-    ``update(state, value, weight=1.0)``; ``weight`` broadcasts to ``value``.
+    ``update(state, value, weight=None)``; ``weight`` (default 1) broadcasts to ``value``.
     A NaN in a value or its weight drops both (per ``nan_strategy``). With no
     weight seen the result is NaN.
 
@@ -36,8 +36,21 @@ def mean(nan_strategy="warn") -> Metric:
         zero = torch.zeros((), dtype=torch.float64)
         return MeanState(zero, zero.clone(), torch.zeros((), dtype=torch.int64))
 
-    def update(state, value, weight=1.0):
+    def unweighted(state, value):
+        if nan_strategy == "disable":
+            return MeanState(state.weighted_sum + _nan.total(value), state.weight + value.numel(), state.nan_count)
+        nans = _nan.nan_count(value)
+        if _nan.drops(nan_strategy):
+            kept = value.numel() - nans
+            return MeanState(state.weighted_sum + _nan.total(value, skip_nan=True), state.weight + kept,
+                             state.nan_count + nans)
+        return MeanState(state.weighted_sum + _nan.total(_nan.replace(nan_strategy, value)),
+                         state.weight + value.numel(), state.nan_count + nans)
+
+    def update(state, value, weight=None):
         value = _nan.as_tensor(name, "value", value)
+        if weight is None:
+            return unweighted(state, value)
         weight = _nan.as_tensor(name, "weight", weight)
         try:
             weight = torch.broadcast_to(weight, value.shape)

@@ -31,8 +31,12 @@ def sum(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
 
     def update(state, value):
         value = _nan.as_tensor(name, "value", value)
-        value, _, nans = _nan.clean(nan_strategy, value, torch.ones_like(value))
-        return SumState(state.total + value.sum(dtype=state.total.dtype), state.nan_count + nans)
+        if nan_strategy == "disable":
+            return SumState(state.total + _nan.total(value), state.nan_count)
+        nans = _nan.nan_count(value)
+        if _nan.drops(nan_strategy):
+            return SumState(state.total + _nan.total(value, skip_nan=True), state.nan_count + nans)
+        return SumState(state.total + _nan.total(_nan.replace(nan_strategy, value)), state.nan_count + nans)
 
     def finalize(state):
         _nan.report(name, nan_strategy, state.nan_count)
