@@ -129,3 +129,20 @@ def test_python_numbers_are_accepted():
     m = fm.mean()
     s = m.update(m.update(m.init(), 1.0), 2)
     assert m.finalize(s).item() == 1.5
+
+
+def test_nan_count_is_exact_with_infinities():
+    x = torch.tensor([float("inf"), NAN, -float("inf"), 1.0, NAN])
+    m = fm.max(nan_strategy="error")
+    s = m.update(m.init(), x)
+    assert s.nan_count.item() == 2  # hand count: two NaNs; the infinities are numbers
+    assert s.value.item() == float("inf")
+    with pytest.raises(ValueError, match="max: 2 input entries broke the rule"):
+        m.finalize(s)
+    assert fm.min(nan_strategy="ignore")(x).item() == -float("inf")
+
+
+def test_nan_count_of_half_precision_and_integer_inputs():
+    h = torch.tensor([1.0, NAN, 2.0], dtype=torch.float16)
+    assert fm.sum(nan_strategy="ignore").update(fm.sum().init(), h).nan_count.item() == 1
+    assert fm.sum(nan_strategy="error")(torch.arange(4)).item() == 6.0
