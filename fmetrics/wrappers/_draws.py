@@ -99,15 +99,18 @@ def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch
     draws, one per replicate of the group, each turned into a count by the
     inverse CDF (a 2^16-entry table): probabilities exact to 2^-16, counts
     capped at 7 (P(X > 7) = 1e-5). ``first`` must be a multiple of 4.
+
+    The hashes are laid out ``(B, groups)``, so their 16-bit halves read as a
+    contiguous ``(B, R)`` block: the table is read in memory order with an
+    int32 index (no transposing copy; an int64 index costs ~4x), and the result
+    is returned as the ``(R, B)`` transposed view.
     """
     groups = -(-num_replicates // 4)
     salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
-    h = mix(sample_hash.unsqueeze(-2) ^ salt.unsqueeze(-1))  # (..., groups, B)
-    draws = h.view(torch.uint16).unflatten(-1, (-1, 4))  # (..., groups, B, 4): the 4 draws of each hash
-    index = draws.transpose(-1, -2).to(torch.int64, memory_format=torch.contiguous_format)
-    index = index.flatten(-3, -2)[..., :num_replicates, :]
-    counts = torch.index_select(_COUNTS16.to(h.device), 0, index.reshape(-1))  # uint8: a small table to read
-    return counts.reshape(index.shape).to(dtype)
+    h = mix(sample_hash.unsqueeze(-1) ^ salt)  # (..., B, groups)
+    draws = h.view(torch.uint16)[..., :num_replicates]  # (..., B, R): replicate 4g + j is half j of hash g
+    counts = torch.index_select(_COUNTS16.to(h.device), 0, draws.reshape(-1).to(torch.int32))  # a uint8 table
+    return counts.reshape(draws.shape).to(dtype).transpose(-1, -2)
 
 
 def multinomial(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
