@@ -142,7 +142,8 @@ def _sort_values(key: torch.Tensor) -> torch.Tensor:
     about 4x faster than torch's stable radix sort with its index array.
     """
     if key.device.type == "cpu":
-        return torch.from_numpy(np.sort(key.numpy()))
+        key.numpy().sort()
+        return key
     return torch.sort(key).values
 
 
@@ -158,6 +159,7 @@ class Ranking:
 
     Attributes (rows are in ranked order; per-row ones are computed on first use):
       relevant: per row, target > 0; retrieved: score > 0; gains: the target, float64.
+      integer_gains: every gain is a non-negative integer (the packed keys hold them).
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
       starts / sizes: per query (ascending query id), its first row and row count.
@@ -174,12 +176,14 @@ class Ranking:
                 bits = None
         if bits is not None:
             self._key, self._bits = _sort_values(_packed_keys(preds, target, indexes, low, bits)), bits
+            self.integer_gains = True
             q = self._key >> (32 + bits)
         else:
             t = torch.cat(target)
             order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(
                 torch.cat(preds), torch.cat(indexes), last=t > 0)
             self.gains = t[order].to(torch.float64)
+            self.integer_gains = False
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         torch.ne(q[1:], q[:-1], out=new_query[1:])
         self._new_query = new_query

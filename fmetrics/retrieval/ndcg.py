@@ -10,12 +10,12 @@ from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, sort_rows
 
 
-def _discount(rank: torch.Tensor, top_k: Optional[int]) -> torch.Tensor:
-    """``1 / log2(rank + 2)`` for 0-based ranks inside the cutoff, else 0 (a lookup in a small table)."""
-    size = top_k if top_k is not None else int(rank.max()) + 1 if rank.numel() else 0
-    table = torch.zeros(size + 1, dtype=torch.float64, device=rank.device)
-    table[:size] = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64, device=rank.device) + 2.0)
-    return table[rank.clamp(max=size)]
+def _discount_table(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
+    """``1 / log2(i + 2)`` for the 0-based ranks ``i`` inside the cutoff, then one 0 (for the ranks beyond)."""
+    size = top_k if top_k is not None else int(r.sizes.max()) if r.num_queries else 0
+    table = torch.zeros(size + 1, dtype=torch.float64, device=r.sizes.device)
+    table[:size] = 1.0 / torch.log2(torch.arange(size, dtype=torch.float64, device=r.sizes.device) + 2.0)
+    return table
 
 
 def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
@@ -31,12 +31,27 @@ def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
     return r.gains.index_put((rows,), (mean / size)[group])
 
 
-def _ideal_dcg(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
-    """Per query: the DCG of its targets sorted descending."""
+def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
+    """Per query: the DCG of its targets sorted descending.
+
+    Integer gains ``0..G`` need no sort: the ideal list starts with the
+    ``N_g`` rows of gain >= g for every level g, so
+    ``IDCG = sum_{g=1..G} D(N_g)`` with ``D(m) = sum_{i<min(m,k)} 1/log2(i+2)``,
+    from a per-query histogram of the gains (``N_1`` = the relevant rows).
+    """
+    cumulative = torch.cat([discount.new_zeros(1), torch.cumsum(discount[:-1], 0)])
+    levels = int(r.gains.max()) if r.integer_gains and r.n else 0
+    if r.integer_gains and r.num_queries * levels <= 4 * r.n:
+        if levels <= 1:
+            return cumulative[r.num_relevant.clamp(max=discount.shape[0] - 1)]
+        rows = torch.nonzero(r.gains > 0).reshape(-1)
+        slot = r.query[rows] * levels + r.gains[rows].to(torch.int64) - 1
+        count = torch.zeros(r.num_queries * levels, dtype=torch.int64, device=rows.device)
+        at_least = count.index_add(0, slot, torch.ones_like(slot)).reshape(-1, levels).flip(1).cumsum(1)
+        return cumulative[at_least.clamp(max=discount.shape[0] - 1)].sum(1)
+    # other gains: sort the rows by (query, gain descending); zero gains add nothing, and
+    # without negative gains only the positive rows need sorting
     t = r.gains
-    if bool(((t == 0) | (t == 1)).all()):  # binary: the ideal ranking puts the R relevant rows first
-        return r.per_query(torch.where(r.rank < r.num_relevant[r.query], _discount(r.rank, top_k), 0.0))
-    # zero gains add nothing; without negative gains only the positive rows need sorting
     rows = torch.nonzero(t > 0).reshape(-1) if bool((t >= 0).all()) else torch.arange(r.n, device=t.device)
     order = sort_rows(t[rows], r.query[rows])[0]
     query, gain = r.query[rows][order], t[rows][order]
@@ -45,7 +60,7 @@ def _ideal_dcg(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
     starts = torch.nonzero(new).reshape(-1)
     rank = torch.arange(query.shape[0], device=t.device) - starts[torch.cumsum(new, 0) - 1]
     return torch.zeros(r.num_queries, dtype=torch.float64, device=t.device).index_add(
-        0, query, gain * _discount(rank, top_k))
+        0, query, gain * discount[rank.clamp(max=discount.shape[0] - 1)])
 
 
 def retrieval_normalized_dcg(
@@ -72,8 +87,9 @@ def retrieval_normalized_dcg(
     _base.check_top_k(name, top_k)
 
     def per_query(r: Ranking) -> torch.Tensor:
-        dcg = r.per_query(_tie_averaged_gains(r) * _discount(r.rank, top_k))
-        idcg = _ideal_dcg(r, top_k)
+        discount = _discount_table(r, top_k)
+        dcg = r.per_query(_tie_averaged_gains(r) * discount[r.rank.clamp(max=discount.shape[0] - 1)])
+        idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
     return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
