@@ -78,11 +78,11 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
     return order, groups[order], tie_key, tie_key > 0, flag[order] == 1
 
 
-def _starts(new: torch.Tensor) -> torch.Tensor:
-    """The positions where ``new`` holds (numpy's ``flatnonzero`` on CPU: ~5x torch's ``nonzero`` there)."""
-    if new.device.type == "cpu":
-        return torch.from_numpy(np.flatnonzero(new.numpy()))
-    return torch.nonzero(new).reshape(-1)
+def positions(mask: torch.Tensor) -> torch.Tensor:
+    """The positions where ``mask`` holds (numpy's ``flatnonzero`` on CPU: ~5x torch's ``nonzero`` there)."""
+    if mask.device.type == "cpu":
+        return torch.from_numpy(np.flatnonzero(mask.numpy()))
+    return torch.nonzero(mask).reshape(-1)
 
 
 def segment_sum(x: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
@@ -163,7 +163,8 @@ class Ranking:
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
       starts / sizes: per query (ascending query id), its first row and row count.
-      tie_starts: the first row of each tie group (rows of a query with equal scores).
+      new_tie / tie_starts: per row, it starts a tie group (rows of a query with equal scores);
+        the first row of each tie group.
     """
 
     def __init__(self, preds: tuple, target: tuple, indexes: tuple, binary: bool):
@@ -187,7 +188,7 @@ class Ranking:
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         torch.ne(q[1:], q[:-1], out=new_query[1:])
         self._new_query = new_query
-        self.starts = _starts(new_query)
+        self.starts = positions(new_query)
         self.num_queries = self.starts.shape[0]
         self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
 
@@ -217,11 +218,16 @@ class Ranking:
         return torch.arange(self.n, device=self.starts.device) - self.starts[self.query]
 
     @cached_property
-    def tie_starts(self) -> torch.Tensor:
-        """Per tie group (equal scores within a query): its first row."""
+    def new_tie(self) -> torch.Tensor:
+        """Per row: it starts a tie group (rows of a query with equal scores); all True when nothing ties."""
         new_tie = self._new_query.clone()
         new_tie[1:] |= self._tie_key[1:] != self._tie_key[:-1]
-        return _starts(new_tie)
+        return new_tie
+
+    @cached_property
+    def tie_starts(self) -> torch.Tensor:
+        """Per tie group: its first row."""
+        return positions(self.new_tie)
 
     def per_query(self, x: torch.Tensor) -> torch.Tensor:
         """Per-query sums of a per-row quantity."""
@@ -229,11 +235,11 @@ class Ranking:
 
     def hits(self, mask: torch.Tensor):
         """The rows where ``mask`` holds, as ``(query, rank, n)``: ``n`` counts them within their query from 1."""
-        rows = _starts(mask)
+        rows = positions(mask)
         query = self.query[rows]
         new = torch.ones_like(query, dtype=torch.bool)
         new[1:] = query[1:] != query[:-1]
-        first = _starts(new)
+        first = positions(new)
         n = torch.arange(1, rows.shape[0] + 1, device=rows.device) - first[torch.cumsum(new, 0) - 1]
         return query, rows - self.starts[query], n
 

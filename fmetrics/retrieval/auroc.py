@@ -45,7 +45,7 @@ def retrieval_auroc(
         # the ROC curve has one point per tie group, in rank order
         tie_pos, tie_neg = segment_sum(pos, r.tie_starts), segment_sum(neg, r.tie_starts)
         tie_query = r.query[r.tie_starts]
-        first_tie = torch.searchsorted(r.tie_starts, r.starts)  # each query's first tie group
+        first_tie = torch.cumsum(r.new_tie, 0)[r.starts] - 1  # each query's first tie group
 
         def running(x):
             c = torch.cumsum(x, 0)

@@ -7,7 +7,7 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
-from fmetrics.retrieval._ranking import Ranking, sort_rows
+from fmetrics.retrieval._ranking import Ranking, positions, sort_rows
 
 
 def _discount_table(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
@@ -20,10 +20,10 @@ def _discount_table(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
 
 def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
     """Per row: its gain, or, for rows whose score ties with others of its query, the tie's mean gain."""
-    size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
-    tied = torch.nonzero(size > 1).reshape(-1)
-    if tied.shape[0] == 0:
+    if bool(r.new_tie.all()):
         return r.gains
+    size = torch.diff(r.tie_starts, append=r.tie_starts.new_tensor([r.n]))
+    tied = positions(size > 1)
     start, size = r.tie_starts[tied], size[tied]
     group = torch.repeat_interleave(torch.arange(tied.shape[0], device=size.device), size)
     rows = start[group] + torch.arange(group.shape[0], device=size.device) - (torch.cumsum(size, 0) - size)[group]
@@ -44,7 +44,7 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
     if r.integer_gains and r.num_queries * levels <= 4 * r.n:
         if levels <= 1:
             return cumulative[r.num_relevant.clamp(max=discount.shape[0] - 1)]
-        rows = torch.nonzero(r.gains > 0).reshape(-1)
+        rows = positions(r.gains > 0)
         slot = r.query[rows] * levels + r.gains[rows].to(torch.int64) - 1
         count = torch.zeros(r.num_queries * levels, dtype=torch.int64, device=rows.device)
         at_least = count.index_add(0, slot, torch.ones_like(slot)).reshape(-1, levels).flip(1).cumsum(1)
@@ -52,12 +52,12 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
     # other gains: sort the rows by (query, gain descending); zero gains add nothing, and
     # without negative gains only the positive rows need sorting
     t = r.gains
-    rows = torch.nonzero(t > 0).reshape(-1) if bool((t >= 0).all()) else torch.arange(r.n, device=t.device)
+    rows = positions(t > 0) if bool((t >= 0).all()) else torch.arange(r.n, device=t.device)
     order = sort_rows(t[rows], r.query[rows])[0]
     query, gain = r.query[rows][order], t[rows][order]
     new = torch.ones_like(query, dtype=torch.bool)
     new[1:] = query[1:] != query[:-1]
-    starts = torch.nonzero(new).reshape(-1)
+    starts = positions(new)
     rank = torch.arange(query.shape[0], device=t.device) - starts[torch.cumsum(new, 0) - 1]
     return torch.zeros(r.num_queries, dtype=torch.float64, device=t.device).index_add(
         0, query, gain * discount[rank.clamp(max=discount.shape[0] - 1)])
