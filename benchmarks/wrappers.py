@@ -3,9 +3,10 @@
 fmetrics' `bootstrap` (one stacked state, vmapped row weights) against
 torchmetrics' ``BootStrapper`` (200 deep copies updated in a Python loop) on
 the same data: multiclass accuracy (10 classes, a count state), mean squared
-error (a sum state) and Pearson's r (Chan-merged moments: the slower
-merge-weighted path). The draws differ (different generators), so the
-values agree only to Monte-Carlo error (tolerance 0.01). The ``state_bytes``
+error (a sum state) and Pearson's r (Chan-merged moments, weighted in closed
+form: `fmetrics.wrappers._rows.weighted_moments`). The draws differ
+(different generators), so the values agree only to Monte-Carlo error
+(tolerance 0.01). The ``state_bytes``
 column is the memory the replicate states hold at the end of the run.
 """
 from __future__ import annotations
@@ -107,7 +108,7 @@ def bootstrap_mean_squared_error(quick: bool):
 @register("wrappers/bootstrap_pearson_corrcoef", domain="wrappers", samples=_samples, peers=("torchmetrics",),
           tolerance=0.01)
 def bootstrap_pearson_corrcoef(quick: bool):
-    """bootstrap(pearson_corrcoef, 200 replicates): rows weighted by merges, vs BootStrapper(PearsonCorrCoef)"""
+    """bootstrap(pearson_corrcoef, 200 replicates): closed-form weighted moments, vs BootStrapper(PearsonCorrCoef)"""
     batches = _regression(quick)
     runs = {"fmetrics": _fmetrics(fmetrics.pearson_corrcoef(), batches)}
     try:

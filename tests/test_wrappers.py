@@ -164,6 +164,52 @@ def test_bootstrap_state_is_one_stacked_state():
     assert s.rows == ()  # sum states keep no rows
 
 
+def _renamed_moments(metric):
+    """``metric`` over a state with other field names: not recognised as Chan moments, so weighted by merges."""
+    from typing import NamedTuple
+
+    class Other(NamedTuple):
+        count: torch.Tensor
+        mu: torch.Tensor
+        sq: torch.Tensor
+        cross: torch.Tensor
+
+    kind = type(metric.init())
+    to, back = (lambda s: Other(*s)), (lambda s: kind(*s))
+    return fm.Metric(init=lambda: to(metric.init()), update=lambda s, *x: to(metric.update(back(s), *x)),
+                     merge=lambda a, b: to(metric.merge(back(a), back(b))),
+                     finalize=lambda s: metric.finalize(back(s)), name="renamed", reductions=Other(None, None, None, None))
+
+
+def test_bootstrap_weighted_moments_match_repeated_merges():
+    """The closed-form weighted Chan moments (Pearson's path) give the same replicates as merge_rows' merges."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(200, 3, generator=g) * 3 + 1e3  # offset data: the closed form must not cancel
+    y = 0.5 * x + torch.randn(200, 3, generator=g)
+    ids = torch.arange(200)
+    closed = W.bootstrap(fm.pearson_corrcoef(num_outputs=3), num_samples=9, sample_ids=True, raw=True)
+    merged = W.bootstrap(_renamed_moments(fm.pearson_corrcoef(num_outputs=3)), num_samples=9, sample_ids=True,
+                         raw=True)
+    a, b = closed.init(), merged.init()
+    for lo, hi in ((0, 1), (1, 37), (37, 200)):  # a one-row first batch, then larger ones
+        a = closed.update(a, ids[lo:hi], x[lo:hi], y[lo:hi])
+        b = merged.update(b, ids[lo:hi], x[lo:hi], y[lo:hi])
+    assert torch.equal(a.replicates.n, b.replicates.count)
+    for u, v in zip(a.replicates[1:], b.replicates[1:]):
+        torch.testing.assert_close(u, v, rtol=1e-10, atol=1e-8)
+    torch.testing.assert_close(closed.finalize(a)["raw"], merged.finalize(b)["raw"], rtol=1e-10, atol=0)
+    r2 = W.bootstrap(fm.r2_score(), num_samples=9, sample_ids=True, raw=True)
+    want = [skm_r2(y[:, 0].double().numpy(), x[:, 0].double().numpy(), c) for c in
+            poisson_counts(_draws.sample_keys(0, ids), 9)]
+    assert np.allclose(r2.finalize(r2.update(r2.init(), ids, x[:, 0], y[:, 0]))["raw"].numpy(), want, rtol=1e-9)
+
+
+def skm_r2(target, preds, counts):
+    from sklearn.metrics import r2_score
+
+    return r2_score(np.repeat(target, counts), np.repeat(preds, counts))
+
+
 # ---------------------------------------------------------------- grouped / running / min_max
 
 

@@ -15,12 +15,13 @@ needs a weighted update of its own. Accuracy (count state), mean squared error
 (sum state) and AUROC (concatenating state) are all row-decomposable (the
 weighted sum is one vmapped matmul).
 
-A metric with a field only its ``merge`` knows (tag ``None``, e.g. the
-Chan-merged moments of Pearson or R2) is weighted by merges instead
-(`merge_rows`): ``w_i`` copies of a row's state by binary doubling, then a
-pairwise fold over the rows -- exact, about ``bits + 1`` vmapped merges per
-row and replicate, so slower. Only a metric mixing ``cat`` with ``None``
-fields has no weighting, and the wrappers that need one reject it.
+A metric with a field only its ``merge`` knows (tag ``None``) is weighted
+in closed form when its state has the Chan-moment layout (`weighted_moments`:
+Pearson, R2 and their relatives), else by merges (`merge_rows`): ``w_i``
+copies of a row's state by binary doubling, then a pairwise fold over the
+rows -- exact, about ``bits + 1`` vmapped merges per row and replicate, so
+slower. Only a metric mixing ``cat`` with ``None`` fields has no weighting,
+and the wrappers that need one reject it.
 
 Bootstrap (Poisson / multinomial counts), `grouped` (one-hot group weights)
 and `multioutput` (0/1 NaN-row weights) are this one mechanism.
@@ -217,31 +218,29 @@ def weighted_moments(rows, weights: torch.Tensor):
     ``c_xy`` ``(D,)`` their co-moment. A one-row state is ``(1, z_i, 0, 0)``,
     so with the rows shifted by their unweighted batch mean ``K``
     (``c_i = z_i - K``, for precision) and ``S_1 = W c``, ``S_2 = W c^2``,
-    ``S_xy = W (c_x c_y)`` (one ``(R, B) x (B, 5D)`` matmul)::
+    ``S_xy = W (c_x c_y)`` (one matmul, ``(1 + 5D, B) x (B, R)``, the counts
+    ``n = W 1`` in its first row)::
 
-        n = W 1,  mean = K + S_1 / n,  m2 = S_2 - S_1^2 / n,  c_xy = S_xy - S_1x S_1y / n
+        mean = K + S_1 / n,  m2 = S_2 - S_1^2 / n,  c_xy = S_xy - S_1x S_1y / n
 
     (``n = 0`` gives ``(0, K, 0, 0)``, an identity of the Chan merge). This is
     the exact weighted sample, as ``merge_rows``' repeated merges, but one
     matmul instead of about ``bits + 1`` merges per row and replicate.
     """
     z = rows.mean  # (B, 2, D): the rows' values
-    acc = z.dtype
     k = z.mean(0)
     c = z - k
-    parts = [c, c * c] + ([c[:, 0] * c[:, 1]] if len(rows) == 4 else [])
-    w = weights.to(acc)
-    sums = (torch.cat([x.reshape(x.shape[0], -1) for x in parts], dim=1).mT @ w.mT).mT  # (R, 4D or 5D)
-    n = (weights.to(torch.int64) * rows.n.unsqueeze(0)).sum(-1)
-    nf = w.sum(-1, keepdim=True).clamp(min=1)
+    parts = [rows.n.to(z.dtype), c, c * c] + ([c[:, 0] * c[:, 1]] if len(rows) == 4 else [])
+    sums = torch.cat([x.reshape(x.shape[0], -1) for x in parts], dim=1).mT @ weights.mT.to(z.dtype)  # (S, R)
     width = c[0].numel()
-    s1 = sums[:, :width].reshape(-1, *c.shape[1:])
-    s2 = sums[:, width:2 * width].reshape(s1.shape)
-    inv = (1 / nf).reshape(-1, 1, 1)
-    out = [n, k + s1 * inv, torch.addcmul(s2, s1 * inv, s1, value=-1)]
+    n = sums[0]
+    s1 = sums[1:1 + width].mT.reshape(-1, *c.shape[1:])
+    s2 = sums[1 + width:1 + 2 * width].mT.reshape(s1.shape)
+    inv = (1 / n.clamp(min=1)).reshape(-1, 1, 1)
+    mean = s1 * inv
+    out = [n.round().to(rows.n.dtype), mean + k, torch.addcmul(s2, mean, s1, value=-1)]
     if len(rows) == 4:
-        sxy = sums[:, 2 * width:]
-        out.append(torch.addcmul(sxy, s1[:, 0] * inv[:, 0], s1[:, 1], value=-1))
+        out.append(torch.addcmul(sums[1 + 2 * width:].mT, mean[:, 0], s1[:, 1], value=-1))
     return type(rows)(*out)
 
 
