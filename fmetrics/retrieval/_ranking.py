@@ -201,8 +201,8 @@ class Ranking:
         return (self._key & ((1 << self._bits) - 1)) != 0
 
     @cached_property
-    def retrieved(self) -> torch.Tensor:
-        return (self._tie_key & _LOW32) < (1 << 31) - 1
+    def retrieved(self) -> torch.Tensor:  # the descending score bits < those of +0.0
+        return (self._key & ((1 << (32 + self._bits)) - 1)) < ((1 << 31) - 1) << self._bits
 
     @cached_property
     def gains(self) -> torch.Tensor:
@@ -211,11 +211,11 @@ class Ranking:
 
     @cached_property
     def query(self) -> torch.Tensor:
-        return torch.cumsum(self._new_query, 0) - 1
+        return torch.cumsum(self._new_query, 0).sub_(1)
 
     @cached_property
     def rank(self) -> torch.Tensor:
-        return torch.arange(self.n, device=self.starts.device) - self.starts[self.query]
+        return torch.arange(self.n, device=self.starts.device).sub_(self.starts[self.query])
 
     @cached_property
     def new_tie(self) -> torch.Tensor:
@@ -251,7 +251,7 @@ class Ranking:
     @cached_property
     def num_relevant(self) -> torch.Tensor:
         """Per query: rows with target > 0 (int64)."""
-        return self.per_query(self.relevant.to(torch.int64))
+        return self.per_query(self.relevant)  # cumsum of bool counts in int64
 
 
 # The last grouping, for metrics finalizing the same state: (fingerprint, weak refs to the leaves, ranking).
