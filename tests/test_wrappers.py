@@ -325,10 +325,12 @@ def test_multioutput_of_a_merge_only_metric_drops_nan_rows_by_merges():
     x, y = torch.randn(120, 2, generator=g), torch.randn(120, 2, generator=g)
     x[::7, 0] = float("nan")
     y[::5, 1] = float("nan")
-    got = W.multioutput(fm.pearson_corrcoef(), 2)(x, y)
-    for j in range(2):
-        keep = ~(torch.isnan(x[:, j]) | torch.isnan(y[:, j]))
-        assert abs(got[j].item() - stats.pearsonr(x[keep, j].double(), y[keep, j].double())[0]) < 1e-10
+    closed = W.multioutput(fm.pearson_corrcoef(), 2)(x, y)  # weighted moments in closed form
+    merged = W.multioutput(_renamed_moments(fm.pearson_corrcoef()), 2)(x, y)  # by repeated merges
+    for got in (closed, merged):
+        for j in range(2):
+            keep = ~(torch.isnan(x[:, j]) | torch.isnan(y[:, j]))
+            assert abs(got[j].item() - stats.pearsonr(x[keep, j].double(), y[keep, j].double())[0]) < 1e-10
 
 
 def test_multioutput_of_a_cat_metric_drops_nan_rows_per_output():

@@ -244,8 +244,14 @@ def weighted_moments(rows, weights: torch.Tensor):
     return type(rows)(*out)
 
 
-def is_moment_state(state) -> bool:
-    return getattr(state, "_fields", None) in MOMENT_FIELDS
+def merge_weighted(metric: Metric, stacked, rows, weights: torch.Tensor, bits: int):
+    """A merge-only metric's stacked state with one-row states ``rows`` added ``weights`` ``(R, B)`` times.
+
+    `weighted_moments` for a Chan-moment state, else `merge_rows` (weights below ``2**bits``).
+    """
+    if getattr(rows, "_fields", None) in MOMENT_FIELDS:
+        return torch.func.vmap(metric.merge)(stacked, weighted_moments(rows, weights))
+    return merge_rows(metric, stacked, rows, weights, bits)
 
 
 def add_rows_shared(metric: Metric, tags, stacked, inputs: tuple, kwargs: dict, weights: torch.Tensor, bits: int):
@@ -254,14 +260,10 @@ def add_rows_shared(metric: Metric, tags, stacked, inputs: tuple, kwargs: dict, 
     Row-decomposable metrics (``tags`` given): cat fields are not replicated,
     the rows are appended once, shared by all replicates (the caller keeps
     their per-replicate counts). Otherwise (``tags`` ``None``) each
-    replicate's batch state is `weighted_moments` for a Chan-moment state, else
-    `merge_rows` with weights below ``2**bits``.
+    replicate's rows are merged in (`merge_weighted`, weights below ``2**bits``).
     """
     if tags is None:
-        rows = row_states(metric, inputs, kwargs)
-        if is_moment_state(rows):
-            return torch.func.vmap(metric.merge)(stacked, weighted_moments(rows, weights))
-        return merge_rows(metric, stacked, rows, weights, bits)
+        return merge_weighted(metric, stacked, row_states(metric, inputs, kwargs), weights, bits)
     rows = per_row(metric, tags, inputs, kwargs)
     new = add_rows_stacked(tags, stacked, rows, weights)
     return walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None else ())) if tag == "cat" else n,

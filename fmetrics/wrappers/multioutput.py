@@ -83,7 +83,7 @@ def multioutput(
             for x, d in zip(split_inputs, dims))
         def one_output(s, w, *x):
             if tags is None:  # one replicate: a stacked state of one
-                one = _rows.merge_rows(metric, tree_map(lambda v: v.unsqueeze(0), s),
+                one = _rows.merge_weighted(metric, tree_map(lambda v: v.unsqueeze(0), s),
                                        _rows.row_states(metric, x, kwargs), w.unsqueeze(0), 1)
                 return tree_map(lambda v: v[0], one)
             return _rows.add_rows(tags, s, _rows.per_row(metric, tags, x, kwargs), w)
