@@ -221,6 +221,40 @@ def test_packed_sort_and_general_sort_agree():
             torch.testing.assert_close(m(p, target, i), want, msg=m.name)
 
 
+def test_numpy_and_torch_kernels_and_ideal_dcg_paths_agree(monkeypatch):
+    g = torch.Generator().manual_seed(1)
+    preds = torch.randint(0, 8, (400,), generator=g) / 4 - 0.5  # ties, zero and negative scores
+    target = torch.randint(0, 5, (400,), generator=g)  # graded: the packed keys hold the gains
+    idx = torch.randint(0, 30, (400,), generator=g)
+    binary = (target > 2).long()
+    cases = [(fm.retrieval_normalized_dcg(top_k=k, aggregation="none"), target) for k in (None, 3)] + [
+        (m(aggregation="none"), binary) for m in (fm.retrieval_map, fm.retrieval_mrr, fm.retrieval_auroc,
+                                                  fm.retrieval_r_precision, fm.retrieval_recall)]
+
+    def values(i=idx):
+        _ranking._LAST.clear()
+        return [m(preds, t, i) for m, t in cases]
+
+    want = values()
+    # ids spanning > 2^30: the general sort, gains gathered by the row order, the ideal DCG by a second sort
+    torch.testing.assert_close(values(idx * 2**31), want)
+    # the torch kernels other devices use instead of numpy's (positions, packing, sorting)
+    monkeypatch.setattr(_ranking, "_on_host", lambda x: False)
+    torch.testing.assert_close(values(), want)
+
+
+def test_ndcg_binary_targets_match_torchmetrics():
+    # binary gains: the ideal DCG is the discount summed over each query's relevant count
+    tmr = pytest.importorskip("torchmetrics.retrieval")
+    g = torch.Generator().manual_seed(2)
+    idx = torch.randint(0, 12, (150,), generator=g)
+    preds, target = torch.rand(150, generator=g), (torch.rand(150, generator=g) < 0.3).long()
+    for k in (None, 1, 3):
+        want = tmr.RetrievalNormalizedDCG(top_k=k)(preds, target, indexes=idx)
+        torch.testing.assert_close(fm.retrieval_normalized_dcg(top_k=k)(preds, target, idx), want.double(),
+                                   rtol=1e-6, atol=1e-7)
+
+
 def test_ndcg_negative_and_float_gains_match_torchmetrics():
     tmr = pytest.importorskip("torchmetrics.retrieval")
     g = torch.Generator().manual_seed(0)
