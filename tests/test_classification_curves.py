@@ -420,3 +420,40 @@ def test_logits_and_extra_dimensions_with_ignore_index(thresholds):
           tmf.multiclass_calibration_error(pm, ym, C, ignore_index=-1))
     close(batched(fm.multiclass_hinge_loss(C, ignore_index=-1), pm, ym),
           tmf.multiclass_hinge_loss(pm, ym, C, ignore_index=-1))
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_exact_state_mixes_logit_and_probability_batches(ignore):
+    """Exact binary / multilabel states keep raw scores and apply the sigmoid per logits batch in finalize."""
+    g = torch.Generator().manual_seed(11)
+    probs, logits = torch.rand(30, generator=g), torch.randn(25, generator=g) * 3
+    yp, yl = torch.randint(0, 2, (30,), generator=g), torch.randint(0, 2, (25,), generator=g)
+    kw = {}
+    if ignore:  # an ignored entry outside [0, 1] must not turn a probability batch into logits
+        probs, yp = torch.cat([probs, torch.tensor([7.0])]), torch.cat([yp, torch.tensor([-1])])
+        kw = {"ignore_index": -1}
+    m = fm.binary_auroc(**kw)
+    s = m.update(m.update(m.init(), probs, yp), logits, yl)
+    keep = yp >= 0
+    p, y = torch.cat([probs[keep], logits.sigmoid()]), torch.cat([yp[keep], yl])
+    close(quiet(m.finalize, s), skm.roc_auc_score(y.numpy(), p.double().numpy()), "sklearn")
+    roc = fm.binary_roc(**kw)
+    s = roc.update(roc.update(roc.init(), logits, yl), probs, yp)
+    close(quiet(roc.finalize, s), tmf.binary_roc(torch.cat([logits.sigmoid(), probs[keep]]), torch.cat([yl, yp[keep]])))
+    pl, tl = torch.randn(20, L, generator=g) * 3, torch.randint(0, 2, (20, L), generator=g)
+    pp, tp = torch.rand(15, L, generator=g), torch.randint(0, 2, (15, L), generator=g)
+    ml = fm.multilabel_auroc(L, None)
+    s = ml.update(ml.update(ml.init(), pl, tl), pp, tp)
+    want = [skm.roc_auc_score(torch.cat([tl, tp])[:, k].numpy(), torch.cat([pl.sigmoid(), pp])[:, k].double().numpy())
+            for k in range(L)]
+    close(quiet(ml.finalize, s), torch.tensor(want), "sklearn")
+
+
+def test_exact_state_without_validation_applies_logits_per_batch():
+    g = torch.Generator().manual_seed(12)
+    probs, logits = torch.rand(30, generator=g), torch.randn(25, generator=g) * 3
+    yp, yl = torch.randint(0, 2, (30,), generator=g), torch.randint(0, 2, (25,), generator=g)
+    m = fm.binary_auroc(validate_args=False)
+    s = m.update(m.update(m.init(), probs, yp), logits, yl)
+    want = skm.roc_auc_score(torch.cat([yp, yl]).numpy(), torch.cat([probs, logits.sigmoid()]).double().numpy())
+    close(quiet(m.finalize, s), want, "sklearn")

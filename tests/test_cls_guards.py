@@ -263,6 +263,28 @@ def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
     assert _format.argmax_classes(x)[1].reshape(-1).tolist() == [True, False]
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_argmax_classes_rows_at_the_edges_of_the_float_range(dtype):
+    """+inf next to the largest finite value, all -inf rows, subnormal gaps, signed zeros, NaN rows."""
+    big, tiny, inf = torch.finfo(dtype).max, torch.finfo(dtype).smallest_normal * 2.0**-20, float("inf")
+    g = torch.Generator().manual_seed(9)
+    for c in (3, 100):
+        x = torch.randn(2**15 // c + 8, c, generator=g).to(dtype)  # >= 2^15 scores: the vectorized path
+        x[0], x[0, 1], x[0, c - 1] = big, inf, inf  # first +inf wins over the finite maximum
+        x[1] = -inf  # all -inf: index 0
+        x[2], x[2, c - 1] = -inf, -big
+        x[3], x[3, 2] = tiny, 0.0  # maxima differ by a subnormal
+        x[3, 1] = 2 * tiny
+        x[4], x[4, 2] = 0.0, -0.0  # -0.0 == 0.0: the first one
+        x[5] = inf
+        x[6, 1] = float("nan")
+        labels, nan = _format.argmax_classes(x.unsqueeze(-1))
+        want = x.argmax(1)
+        assert nan[:, 0].tolist() == [i == 6 for i in range(x.shape[0])]
+        assert torch.equal(labels[:, 0][~nan[:, 0]], want[~nan[:, 0]])
+        assert 0 <= int(labels.min()) and int(labels.max()) < c  # a NaN row still gets a valid index
+
 def test_the_vectorized_argmax_path_obeys_the_transform_laws():
     # batches of >= 2^15 scores take argmax_classes' vectorized path (the law-suite cases are smaller)
     from fmetrics.testing import check_metric

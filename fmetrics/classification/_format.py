@@ -132,21 +132,28 @@ def argmax_classes(scores: torch.Tensor):
 
     For float32 / float64 scores without extra dimensions (and not tiny: below 2^15 scores the
     fixed cost per op dominates, and ``argmax`` is used) it avoids ``torch.argmax``, whose CPU kernel
-    does not vectorize, and uses vectorized passes instead (about 2x faster on CPU): the row maximum
-    ``mx`` (``amax``), then ``sign(x - mx) + 1`` is 1 exactly at the maxima (``x - mx == 0`` iff
-    ``x == mx`` in IEEE arithmetic; ``inf - inf`` is mapped to 0), weighted by ``C - index`` so the
-    largest weight marks the first maximum. A NaN makes ``mx`` NaN, which flags the row. This costs a
-    temporary the size of the scores.
+    does not vectorize, and uses vectorized passes instead (about 2x faster on CPU). With the row
+    maximum ``mx`` (``amax``) clamped to a finite ``m``, ``sign(x - m)`` is 0 exactly where
+    ``x == mx`` and -1 elsewhere in a finite row (``x - m == 0`` iff ``x == m`` in IEEE
+    arithmetic), +1 at the ``+inf`` entries of a row whose maximum is ``+inf`` and -1 everywhere in
+    an all ``-inf`` row. Adding the weight ``w_j = (C - j) / 2^k`` (``2^k > 2C``: exact, below 1/2)
+    makes the row's ``amax`` equal ``s + w`` of the first maximum, ``s`` in {-1, 0, 1}, so
+    ``j = C - (amax mod 1) * 2^k`` exactly. A NaN makes ``mx`` (and ``amax``) NaN, which flags the
+    row (its label is then 0). Three passes over a temporary the size of the scores, plus two ``amax``.
     """
     c = scores.shape[1]
-    if scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15:
+    if (scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
+            or c > 2**20):
         labels = scores.argmax(1)
         return labels, torch.isnan(scores.gather(1, labels.unsqueeze(1))[:, 0])
     x = scores[:, :, 0]
+    big = torch.finfo(x.dtype).max
     mx = x.amax(1, keepdim=True)
-    weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device)
-    marks = torch.sub(x, mx).nan_to_num_(0.0).sign_().add_(1).mul_(weight)  # C - index at maxima, else 0
-    return (c - marks.amax(1, keepdim=True)).long(), torch.isnan(mx)
+    scale = 2.0 ** (2 * c).bit_length()
+    weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device) / scale  # (C - j) / 2^k
+    top = torch.sub(x, mx.clamp(-big, big)).sign_().add_(weight).amax(1, keepdim=True)
+    nan = torch.isnan(mx)
+    return (c - top.remainder(1.0).nan_to_num_(c / scale) * scale).long(), nan
 
 
 # ------------------------------------------------------------------ helpers
@@ -186,12 +193,16 @@ def _label_values(x: torch.Tensor, num: int):
 
 
 def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
-    """``(target int64 with dropped entries 0, keep, count of invalid entries)`` for labels in ``[0, num)``."""
+    """``(target int64, keep, count of invalid entries)`` for labels in ``[0, num)``.
+
+    Dropped entries of the int64 target still hold their raw value: the caller zeroes them once, with
+    every other drop rule, in its final ``torch.where(keep, target, 0)``.
+    """
     labels, ok = _label_values(target, num)
     if ignore_index is None:
         if not validate:
             return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=target.device)
-        return torch.where(ok, labels, 0), ok, validation.count(~ok)
+        return labels, ok, validation.count(~ok)
     ignored = target == ignore_index
     if validate:
         keep = ok & ~ignored
@@ -199,7 +210,7 @@ def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
     else:
         keep = ~ignored
         count = torch.zeros((), dtype=torch.int64, device=target.device)
-    return torch.where(keep, labels, 0), keep, count
+    return labels, keep, count
 
 
 def _preds_labels(preds: torch.Tensor, num: int, validate: bool):
@@ -223,8 +234,9 @@ def _samplewise_ndim(name: str, x: torch.Tensor, at_least: int, layout: str):
 # ------------------------------------------------------------------ tasks
 
 
-def _binary_like(preds, target, ignore_index, validate):
-    """Shared by binary and multilabel once shapes agree."""
+def _binary_like(preds, target, ignore_index, validate, zero_dropped=True):
+    """Shared by binary and multilabel once shapes agree; ``zero_dropped=False`` skips the int64
+    ``torch.where`` that zeroes the dropped targets (they then hold their raw value)."""
     tgt, keep, bad_t = _target(target, 2, ignore_index, validate)
     if preds.is_floating_point():
         if validate:
@@ -239,24 +251,25 @@ def _binary_like(preds, target, ignore_index, validate):
         bad = ~ok & keep
         keep = keep & ok
         bad_p, bad_n = validation.count(bad), torch.zeros_like(bad_t)
-    return Formatted(out, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
+    tgt = torch.where(keep, tgt, 0) if zero_dropped else tgt
+    return Formatted(out, tgt, keep, torch.stack([bad_t, bad_p, bad_n]))
 
 
 def binary_inputs(name: str, preds, target, ignore_index: Optional[int] = None,
-                  samplewise: bool = False, validate: bool = True) -> Formatted:
-    """Binary inputs as ``(N, M)``: see the module docstring."""
+                  samplewise: bool = False, validate: bool = True, zero_dropped: bool = True) -> Formatted:
+    """Binary inputs as ``(N, M)``: see the module docstring (``zero_dropped``: see `_binary_like`)."""
     preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
     preds, target = _squeeze_pair(preds, target)
     if preds.shape != target.shape:
         raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
     if samplewise:
         _samplewise_ndim(name, preds, 2, "(N, ...)")
-    return _binary_like(_flat(preds, 1), _flat(target, 1), ignore_index, validate)
+    return _binary_like(_flat(preds, 1), _flat(target, 1), ignore_index, validate, zero_dropped)
 
 
 def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: Optional[int] = None,
-                      samplewise: bool = False, validate: bool = True) -> Formatted:
-    """Multilabel inputs as ``(N, L, M)``: see the module docstring."""
+                      samplewise: bool = False, validate: bool = True, zero_dropped: bool = True) -> Formatted:
+    """Multilabel inputs as ``(N, L, M)``: see the module docstring (``zero_dropped``: see `_binary_like`)."""
     preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
     if preds.shape != target.shape:
         raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
@@ -264,7 +277,7 @@ def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: O
         raise validation.fail(name, "preds", f"shape (N, num_labels={num_labels}, ...)", tuple(preds.shape))
     if samplewise:
         _samplewise_ndim(name, preds, 3, "(N, L, ...)")
-    return _binary_like(_flat(preds, 2), _flat(target, 2), ignore_index, validate)
+    return _binary_like(_flat(preds, 2), _flat(target, 2), ignore_index, validate, zero_dropped)
 
 
 def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: Optional[int] = None,

@@ -7,6 +7,11 @@ class probability), multilabel one column per label. Two state layouts:
 * exact (``thresholds=None``) -- `ExactState`: the scores and a compact label
   code (``-1`` = dropped: ``ignore_index``, invalid label, NaN score), kept as
   chunks (O(1) per update, joined once in ``finalize``, O(total) per run).
+  With ``validate_args`` (labels known to be 0/1), binary / multilabel scores
+  are stored as given; bit 1 of the int8 code (``label | 2``) marks an entry
+  of a logits batch, and ``finalize`` applies the ``sigmoid`` to those entries
+  only (elementwise, so the values equal a per-batch ``sigmoid``; a batch of
+  probabilities costs no pass).
 * binned (``thresholds`` an int, list or 1-D tensor) -- `BinnedState`: an
   int64 histogram ``(K, T + 1, 2)`` counting entries per column, threshold
   bucket (the number of thresholds ``<= score``) and label. It is sum-mergeable
@@ -40,7 +45,8 @@ TASKS = ("binary", "multiclass", "multilabel")
 
 class ExactState(NamedTuple):
     scores: tuple  # chunks of float (n,) binary or (n, K)
-    labels: tuple  # chunks: int8 (n,) / (n, L) in {-1, 0, 1}; multiclass int64 (n,) class or -1
+    labels: tuple  # chunks: int8 (n,) / (n, L): -1 or label (| 2 in a logits batch, with validate_args);
+    #                multiclass int64 (n,) class or -1
     invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
 
 
@@ -83,10 +89,21 @@ def check_average(name: str, average, allowed) -> Optional[str]:
     return average
 
 
+def _logits_flag(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """0-d bool: a kept entry of ``x`` lies outside ``[0, 1]`` (torchmetrics' rule; NaN does not count).
+
+    Two passes and no host sync: dropped entries become 0.5, then one ``aminmax``
+    (``min < 0 or max > 1``) instead of five elementwise passes.
+    """
+    if x.numel() == 0:
+        return torch.zeros((), dtype=torch.bool, device=x.device)
+    lo, hi = torch.aminmax(torch.where(keep, x, 0.5))
+    return (lo < 0) | (hi > 1)
+
+
 def _if_logits(x: torch.Tensor, keep: torch.Tensor, normalize: Callable) -> torch.Tensor:
     """``normalize(x)`` when a kept entry lies outside ``[0, 1]`` (torchmetrics' rule), without a sync."""
-    flag = (((x < 0) | (x > 1)) & keep).any()
-    return torch.where(flag, normalize(x), x)
+    return torch.where(_logits_flag(x, keep), normalize(x), x)
 
 
 def _as_scores(preds: torch.Tensor) -> torch.Tensor:
@@ -115,18 +132,27 @@ class Family:
 
     # ------------------------------------------------------------- update
 
-    def columns(self, preds, target):
-        """One batch as ``(scores (n, K), labels (n, K) int64, keep (n, K) bool, invalid (3,))``."""
+    def columns(self, preds, target, lazy: bool = False):
+        """One batch as ``(scores (n, K), labels (n, K) int64, keep (n, K) bool, invalid (3,))``.
+
+        ``lazy`` (binary / multilabel, with validation): the scores stay as given and ``labels`` are the
+        int8 exact-state codes (``-1`` dropped, ``label | 2`` in a logits batch), made from the raw
+        targets without an int64 temporary.
+        """
         name, task = self.name, self.task
         if task != "multiclass":
             if task == "binary":
-                f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=self.validate)
+                f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=self.validate,
+                                          zero_dropped=not lazy)
             else:
                 f = _format.multilabel_inputs(name, preds, target, self.num, self.ignore_index,
-                                              validate=self.validate)
+                                              validate=self.validate, zero_dropped=not lazy)
             width = 1 if task == "binary" else self.num
             keep, target = (x.movedim(1, -1).reshape(-1, width) for x in (f.keep, f.target))
             scores = _as_scores(f.preds).movedim(1, -1).reshape(-1, width)
+            if lazy:
+                flag = _logits_flag(scores, keep).to(torch.int8) * 2  # kept targets are 0 / 1
+                return scores, target.to(torch.int8).bitwise_or_(flag).masked_fill_(~keep, -1), keep, f.invalid
             return _if_logits(scores, keep, torch.sigmoid), target, keep, f.invalid
         f = _format.multiclass_inputs(name, preds, target, self.num, self.ignore_index, validate=self.validate)
         if not f.preds.is_floating_point():
@@ -146,12 +172,14 @@ class Family:
                            torch.zeros((), dtype=torch.int64), zero3)
 
     def update(self, state, preds, target):
-        scores, labels, keep, invalid = self.columns(preds, target)
-        if self.thresholds is None:
+        exact = self.thresholds is None
+        lazy = exact and self.task != "multiclass" and self.validate
+        scores, labels, keep, invalid = self.columns(preds, target, lazy=lazy)
+        if exact:
             if self.task == "multiclass":
                 code = torch.where(keep[:, 0], labels, -1)
             else:
-                code = torch.where(keep, labels, -1).to(torch.int8)
+                code = labels if lazy else torch.where(keep, labels, -1).to(torch.int8)
                 scores, code = (scores[:, 0], code[:, 0]) if self.task == "binary" else (scores, code)
             # detached: a kept chunk must not hold the caller's autograd graph alive
             return ExactState(state.scores + (scores.detach(),), state.labels + (code,), state.invalid + invalid)
@@ -183,18 +211,35 @@ class Family:
         scores = cat_chunks(state.scores, torch.empty((0,) if self.task == "binary" else (0, width)))
         code = cat_chunks(state.labels, torch.empty((0, width) if self.task == "multilabel" else (0,),
                                                     dtype=torch.int8))
-        if self.task != "multilabel":
+        if self.task == "multiclass":
             keep = code >= 0
             if not bool(keep.all()):
                 scores, code = scores[keep], code[keep]
-            if self.task == "binary":
-                return [(scores, code == 1)]
             return [(scores[:, k], code == k) for k in range(width)]
+        if self.validate:
+            scores, code = self._decode(scores, code)
+        if self.task == "binary":
+            keep = code >= 0
+            if not bool(keep.all()):
+                scores, code = scores[keep], code[keep]
+            return [(scores, code == 1)]
         out = []
         for k in range(width):
             keep = code[:, k] >= 0
             out.append((scores[keep, k], code[keep, k] == 1))
         return out
+
+    @staticmethod
+    def _decode(scores: torch.Tensor, code: torch.Tensor):
+        """Validated binary / multilabel codes: the sigmoid applied to the entries of logits batches
+        (``code >= 2``) and the codes reduced to ``-1 / 0 / 1``. One ``amax`` of the codes read as
+        uint8 (``-1`` is 255) settles the common case: probabilities and nothing dropped."""
+        if code.numel() == 0 or int(code.view(torch.uint8).amax()) < 2:
+            return scores, code
+        logits = code >= 2
+        if bool(logits.any()):
+            scores = torch.where(logits, scores.sigmoid(), scores)
+        return scores, torch.where(code >= 0, code & 1, -1)
 
     def _binned(self, hist: torch.Tensor) -> list:
         """Binned: per column `Counts` at the thresholds in the order the user gave them."""
