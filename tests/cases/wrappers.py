@@ -1,7 +1,7 @@
 """Law-suite cases for the wrappers (fmetrics.wrappers); oracles are numpy formulas on explicit resamples.
 
 The bootstrap oracles take the per-row counts from the draw function
-(`fmetrics.wrappers._draws`, tested on its own in tests/test_wrappers_draws.py),
+(`fmetrics.wrappers._draws`, tested on its own in tests/test_wrappers.py),
 materialize each resample with ``np.repeat`` and evaluate it with numpy: this
 checks the vmapped row weighting, the stacked state and the summary against
 an independent computation.
