@@ -313,3 +313,14 @@ def test_classes_absent_from_a_batch_but_present_in_others():
     m = fm.multiclass_cohen_kappa(6, weights="quadratic")
     got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
     assert abs(float(got) - skm.cohen_kappa_score(t, p, weights="quadratic")) < 1e-12
+
+
+def test_a_nan_score_neither_hides_nor_makes_a_logits_batch():
+    # hand count: [nan, 0.3, 2.0] holds 2.0 -> logits: sigmoid(0.3) = 0.57 and sigmoid(2) = 0.88 are positive,
+    # NaN is not; [nan, 0.3, inf] also holds a value outside [0, 1]; [nan, 0.3] is probabilities: 0.3 negative
+    m = fm.binary_stat_scores(validate_args=False)
+    nan, inf = float("nan"), float("inf")
+    assert m(torch.tensor([nan, 0.3, 2.0]), torch.tensor([0, 1, 1])).tolist() == [2, 0, 1, 0, 2]
+    assert m(torch.tensor([nan, 0.3, inf]), torch.tensor([0, 1, 1])).tolist() == [2, 0, 1, 0, 2]
+    assert m(torch.tensor([nan, 0.3]), torch.tensor([0, 1])).tolist() == [0, 0, 1, 1, 1]
+    assert m(torch.zeros(0), torch.zeros(0, dtype=torch.long)).tolist() == [0, 0, 0, 0, 0]
