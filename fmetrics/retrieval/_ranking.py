@@ -1,10 +1,12 @@
 """`Ranking`: a retrieval state's rows grouped by query and ranked by score, computed once.
 
-Rows are ordered by (query id ascending, score descending, relevant last)
-with one stable int64 sort (a radix sort on CPU) of a packed key: the query
-id, an order-preserving integer image of the score and the relevance bit
-(`sort_rows`). Per-query quantities are segment sums over that order
-(differences of a cumulative sum), so nothing loops over queries.
+Rows are ordered by (query id ascending, score descending, relevant last).
+Usually each row becomes one int64 key (query id, an order-preserving image
+of the float32 score, the non-negative integer target) and only the keys are
+sorted: rows with equal keys are interchangeable, and every per-row quantity
+is decoded from the sorted keys. Otherwise one stable sort per key
+(`sort_rows`) gives the row order. Per-query quantities are segment sums over
+that order (differences of a cumulative sum), so nothing loops over queries.
 ``ranking(state, ignore_index)`` caches the last result while that state
 lives, so the retrieval metrics of one `fmetrics.collection` finalize over
 one grouping.
