@@ -179,7 +179,7 @@ class Ranking:
 
     Attributes (rows are in ranked order; per-row ones are computed on first use):
       relevant: per row, target > 0; retrieved: score > 0; gains: the target, float64.
-      integer_gains: every gain is a non-negative integer (the packed keys hold them).
+      gain_levels: every gain is an integer in [0, gain_levels] (the packed keys hold them), or None.
       query: per row, the position of its query (0..num_queries-1).
       rank: per row, its 0-based rank within its query.
       starts / sizes: per query (ascending query id), its first row and row count.
@@ -197,14 +197,14 @@ class Ranking:
                 bits = None
         if bits is not None:
             self._key, self._bits = _sort_values(_packed_keys(preds, target, indexes, low, bits)), bits
-            self.integer_gains = True
+            self.gain_levels = (1 << bits) - 1
             q = self._key >> (32 + bits)
         else:
             t = torch.cat(target)
             order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(
                 torch.cat(preds), torch.cat(indexes), last=t > 0)
             self.gains = t[order].to(torch.float64)
-            self.integer_gains = False
+            self.gain_levels = None
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         torch.ne(q[1:], q[:-1], out=new_query[1:])
         self._new_query = new_query
@@ -235,7 +235,8 @@ class Ranking:
 
     @cached_property
     def rank(self) -> torch.Tensor:
-        return torch.arange(self.n, device=self.starts.device).sub_(self.starts[self.query])
+        # index_select: a 1-D gather ~4x faster than advanced indexing on CPU
+        return torch.arange(self.n, device=self.starts.device).sub_(self.starts.index_select(0, self.query))
 
     @cached_property
     def new_tie(self) -> torch.Tensor:
@@ -256,12 +257,12 @@ class Ranking:
     def hits(self, mask: torch.Tensor):
         """The rows where ``mask`` holds, as ``(query, rank, n)``: ``n`` counts them within their query from 1."""
         rows = positions(mask)
-        query = self.query[rows]
+        query = self.query.index_select(0, rows)
         new = torch.ones_like(query, dtype=torch.bool)
         new[1:] = query[1:] != query[:-1]
         first = positions(new)
         n = torch.arange(1, rows.shape[0] + 1, device=rows.device) - first[torch.cumsum(new, 0) - 1]
-        return query, rows - self.starts[query], n
+        return query, rows - self.starts.index_select(0, query), n
 
     def scatter(self, query: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         """Per-query sums of values given for some rows (``query``: their queries)."""

@@ -49,10 +49,10 @@ def retrieval_auroc(
 
         def running(x):
             c = torch.cumsum(x, 0)
-            return c - (c[first_tie] - x[first_tie])[tie_query]
+            return c - (c[first_tie] - x[first_tie]).index_select(0, tie_query)
 
-        p_total = num_pos[tie_query].clamp_min(1).to(torch.float64)
-        n_total = num_neg[tie_query].clamp_min(1).to(torch.float64)
+        p_total = num_pos.index_select(0, tie_query).clamp_min(1).to(torch.float64)
+        n_total = num_neg.index_select(0, tie_query).clamp_min(1).to(torch.float64)
         tpr1, fpr1 = running(tie_pos) / p_total, running(tie_neg) / n_total
         tpr0, fpr0 = tpr1 - tie_pos / p_total, fpr1 - tie_neg / n_total
         limit = 1.0 if max_fpr is None else float(max_fpr)

@@ -34,18 +34,18 @@ def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
 def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
     """Per query: the DCG of its targets sorted descending.
 
-    Integer gains ``0..G`` need no sort: the ideal list starts with the
+    Integer gains ``0..G`` (``G = r.gain_levels``) need no sort: the ideal list starts with the
     ``N_g`` rows of gain >= g for every level g, so
     ``IDCG = sum_{g=1..G} D(N_g)`` with ``D(m) = sum_{i<min(m,k)} 1/log2(i+2)``,
     from a per-query histogram of the gains (``N_1`` = the relevant rows).
     """
     cumulative = torch.cat([discount.new_zeros(1), torch.cumsum(discount[:-1], 0)])
-    levels = int(r.gains.max()) if r.integer_gains and r.n else 0
-    if r.integer_gains and r.num_queries * levels <= 4 * r.n:
+    levels = r.gain_levels
+    if levels is not None and r.num_queries * levels <= 4 * r.n:
         if levels <= 1:
             return cumulative[r.num_relevant.clamp(max=discount.shape[0] - 1)]
         rows = positions(r.gains > 0)
-        slot = r.query[rows] * levels + r.gains[rows].to(torch.int64) - 1
+        slot = r.query.index_select(0, rows) * levels + r.gains.index_select(0, rows).to(torch.int64) - 1
         count = torch.zeros(r.num_queries * levels, dtype=torch.int64, device=rows.device)
         at_least = count.index_add(0, slot, torch.ones_like(slot)).reshape(-1, levels).flip(1).cumsum(1)
         return cumulative[at_least.clamp(max=discount.shape[0] - 1)].sum(1)
@@ -88,7 +88,7 @@ def retrieval_normalized_dcg(
 
     def per_query(r: Ranking) -> torch.Tensor:
         discount = _discount_table(r, top_k)
-        dcg = r.per_query(_tie_averaged_gains(r) * discount[r.rank.clamp(max=discount.shape[0] - 1)])
+        dcg = r.per_query(_tie_averaged_gains(r) * discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1)))
         idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 

@@ -26,7 +26,7 @@ def retrieval_r_precision(
     name = "retrieval_r_precision"
 
     def per_query(r: Ranking) -> torch.Tensor:
-        hits = r.per_query((r.relevant & (r.rank < r.num_relevant[r.query])).to(torch.int64))
+        hits = r.per_query((r.relevant & (r.rank < r.num_relevant.index_select(0, r.query))).to(torch.int64))
         return _base.ratio(hits, r.num_relevant)
 
     return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
