@@ -182,6 +182,16 @@ def test_non_binary_targets_raise_at_finalize_with_count():
     assert fm.retrieval_map(ignore_index=-1)(T([.1, .2]), T([-1, 1]), T([0, 0])).item() == 1.0
 
 
+@pytest.mark.parametrize("target,ignore_index,count", [
+    (T([-1, 0, 1, 2, 3, -2]), None, 4), (T([0, 1, 2, 255, 1, 0], dtype=torch.uint8), None, 2),
+    (T([-1, 0, 1, 2, -1, 1]), -1, 1), (T([0., .5, 1., 2., -0., 1.]), None, 2),
+    (T([1, 0, 1, 0, 0, 1], dtype=torch.bool), None, 0), (T([-3, 0, 1, 2, 5, 1]), 5, 2)])
+def test_non_binary_target_count_per_dtype(target, ignore_index, count):
+    m = fm.retrieval_mrr(ignore_index=ignore_index)
+    state = m.update(m.init(), torch.rand(6), target, torch.zeros(6, dtype=torch.long))
+    assert state.non_binary_targets.item() == count
+
+
 def test_nan_scores_raise_at_finalize():
     with pytest.raises(ValueError, match="1 input entry broke the rule: `preds` must not be NaN"):
         fm.retrieval_mrr()(T([.1, float("nan")]), T([1, 0]), T([0, 0]))
