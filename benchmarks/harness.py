@@ -482,6 +482,16 @@ def _json_safe(x):
     return str(x)
 
 
+def _busy(machine: dict) -> Optional[str]:
+    """A warning when other processes already keep the cores busy (torch's thread barriers then stall)."""
+    load, cpus, threads = (machine["loadavg"] or [0.0])[0], machine["cpu_count"] or 1, machine["threads"]
+    if load > cpus - threads + 0.5:
+        return (f"load average {load:.1f} on {cpus} CPUs at start: other processes compete with the "
+                f"{threads} torch threads, so times are inflated; use a quiet machine, or --threads "
+                f"{max(1, min(threads - 1, int(cpus - load)))}")
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -544,6 +554,9 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     bandwidth = measure_bandwidth(args.quick)
     err.write(f"fmetrics benchmarks: {len(selected)} workloads, {'quick' if args.quick else 'full'} run, "
               f"{machine['threads']} threads, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
+    busy = _busy(machine)
+    if busy:
+        err.write(f"warning: {busy}\n")
     progress = Progress(err)
     rows, interrupted, walls = [], False, {}
     for i, w in enumerate(selected):
@@ -567,6 +580,8 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     if any(r.get("noisy") for r in rows):
         out.write(f"?: noisy (interquartile range over {NOISY:.0%} of the median); the machine is busy: "
                   "rerun on a quiet machine, or with --threads 1.\n")
+    if busy:
+        out.write(f"warning: {busy}\n")
     limit = 120.0 if args.quick else 1200.0
     if wall > limit and not interrupted:
         share = limit / max(len(selected), 1)

@@ -317,3 +317,11 @@ def test_interrupt_reports_finished_rows(tmp_path):
     rc, out, err, rep = _report(tmp_path, [], w)
     assert rc == 130 and rep["interrupted"] is True and "interrupted" in err
     assert [r["workload"] for r in rep["rows"]] == ["a/first"] and "a/first" in out
+
+
+def test_busy_machine_warning():
+    quiet = {"loadavg": [0.2, 0.2, 0.2], "cpu_count": 2, "threads": 2}
+    assert harness._busy(quiet) is None
+    busy = harness._busy({**quiet, "loadavg": [1.8, 1.0, 1.0]})
+    assert "load average 1.8 on 2 CPUs" in busy and busy.endswith("--threads 1")
+    assert harness._busy({**quiet, "loadavg": [1.2, 1.0, 1.0], "threads": 1}) is None
