@@ -46,9 +46,10 @@ def plot(report: dict, path: str) -> None:
         ax.minorticks_off()
     ax.axvline(1.0, color="black", linewidth=0.8)
     m = report["machine"]
-    ax.set_xlabel("peer time / fmetrics time (log scale; > 1: fmetrics is faster, red: values disagree)")
+    ax.set_xlabel("peer time / fmetrics time, log scale (> 1: fmetrics is faster; red: values disagree)", fontsize=8)
+    threads = f"{m['threads']} thread" + ("s" if m["threads"] != 1 else "")
     ax.set_title(f"fmetrics benchmarks ({'quick' if report['quick'] else 'full'} run, {report['date'][:10]}, "
-                 f"{m['threads']} threads, {m['cpu']})", fontsize=9)
+                 f"{threads}, {m['cpu']})", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -482,13 +482,17 @@ def _json_safe(x):
     return str(x)
 
 
+def _threads(n: int) -> str:
+    return f"{n} torch thread" + ("s" if n != 1 else "")
+
+
 def _busy(machine: dict) -> Optional[str]:
     """A warning when other processes already keep the cores busy (torch's thread barriers then stall)."""
     load, cpus, threads = (machine["loadavg"] or [0.0])[0], machine["cpu_count"] or 1, machine["threads"]
     if load > cpus - threads + 0.5:
+        fix = "a quiet machine" + (f", or --threads {max(1, min(threads - 1, int(cpus - load)))}" if threads > 1 else "")
         return (f"load average {load:.1f} on {cpus} CPUs at start: other processes compete with the "
-                f"{threads} torch threads, so times are inflated; use a quiet machine, or --threads "
-                f"{max(1, min(threads - 1, int(cpus - load)))}")
+                f"{_threads(threads)}, so times are inflated; use {fix}")
     return None
 
 
@@ -553,7 +557,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     machine = machine_info()
     bandwidth = measure_bandwidth(args.quick)
     err.write(f"fmetrics benchmarks: {len(selected)} workloads, {'quick' if args.quick else 'full'} run, "
-              f"{machine['threads']} threads, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
+              f"{_threads(machine['threads'])}, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
     busy = _busy(machine)
     if busy:
         err.write(f"warning: {busy}\n")
@@ -575,7 +579,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
 
     out.write(format_table(rows) + "\n")
     out.write(f"\n{len(selected)} workloads in {wall:.1f} s ({'quick' if args.quick else 'full'} run, "
-              f"{machine['threads']} threads, {machine['cpu']}, memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
+              f"{_threads(machine['threads'])}, {machine['cpu']}, memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
               "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
     if any(r.get("noisy") for r in rows):
         out.write(f"?: noisy (interquartile range over {NOISY:.0%} of the median); the machine is busy: "

@@ -325,3 +325,4 @@ def test_busy_machine_warning():
     busy = harness._busy({**quiet, "loadavg": [1.8, 1.0, 1.0]})
     assert "load average 1.8 on 2 CPUs" in busy and busy.endswith("--threads 1")
     assert harness._busy({**quiet, "loadavg": [1.2, 1.0, 1.0], "threads": 1}) is None
+    assert harness._busy({**quiet, "loadavg": [2.5, 1.0, 1.0], "threads": 1}).endswith("use a quiet machine")
