@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
 
 ROWS, COLS = 4096, 16
 
@@ -26,30 +26,14 @@ def _bytes(quick: bool) -> int:
     return _batches(quick) * ROWS * COLS * 4  # float32 values, one pass
 
 
-def _data(quick: bool) -> list[torch.Tensor]:
-    return list(torch.randn(_batches(quick), ROWS, COLS).unbind(0))
-
-
-def _fmetrics(metric: fmetrics.Metric, batches):
-    def run():
-        s = metric.init()
-        for b in batches:
-            s = metric.update(s, b)
-        return metric.finalize(s)
-
-    return run
+def _data(quick: bool) -> list[tuple[torch.Tensor]]:
+    return [(b,) for b in torch.randn(_batches(quick), ROWS, COLS).unbind(0)]
 
 
 def _torchmetrics(cls_name: str, batches):
     import torchmetrics
 
-    def run():
-        m = getattr(torchmetrics, cls_name)()
-        for b in batches:
-            m.update(b)
-        return m.compute()
-
-    return run
+    return torchmetrics_run(getattr(torchmetrics, cls_name), batches)
 
 
 def _workload(name: str, factory, tm_class: str, doc: str):
@@ -57,7 +41,7 @@ def _workload(name: str, factory, tm_class: str, doc: str):
               peers=("torchmetrics",), description=doc)
     def build(quick: bool):
         batches = _data(quick)
-        runs = {"fmetrics": _fmetrics(factory(), batches)}
+        runs = {"fmetrics": fmetrics_run(factory(), batches)}
         try:
             runs["torchmetrics"] = _torchmetrics(tm_class, batches)
         except ImportError:
@@ -81,19 +65,14 @@ COLLECTION = {"mean": ("mean", "MeanMetric"), "sum": ("sum", "SumMetric"), "min"
 def collection(quick: bool):
     """mean, sum, min and max of 4096x16 batches as one collection vs MetricCollection"""
     batches = _data(quick)
-    runs = {"fmetrics": _fmetrics(fmetrics.collection(
+    runs = {"fmetrics": fmetrics_run(fmetrics.collection(
         {k: getattr(fmetrics, f)() for k, (f, _) in COLLECTION.items()}, prefix="val/"), batches)}
     try:
         import torchmetrics
     except ImportError:
         return runs
 
-    def tm():
-        c = torchmetrics.MetricCollection({k: getattr(torchmetrics, cls)() for k, (_, cls) in COLLECTION.items()},
-                                          prefix="val/")
-        for b in batches:
-            c.update(b)
-        return c.compute()
-
-    runs["torchmetrics"] = tm
+    runs["torchmetrics"] = torchmetrics_run(
+        lambda: torchmetrics.MetricCollection({k: getattr(torchmetrics, cls)() for k, (_, cls) in COLLECTION.items()},
+                                              prefix="val/"), batches)
     return runs

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
 
 C, ROWS = 100, 4096
 CM_LABELS, CM_CHUNKS = 10**7, 10
@@ -37,26 +37,6 @@ def _logits(quick: bool, seed: int = 0):
     return list(zip(logits.unbind(0), target.unbind(0)))
 
 
-def _fm_stream(metric: fmetrics.Metric, batches):
-    def run():
-        s = metric.init()
-        for p, t in batches:
-            s = metric.update(s, p, t)
-        return metric.finalize(s)
-
-    return run
-
-
-def _tm_stream(make, batches):
-    def run():
-        m = make()
-        for p, t in batches:
-            m.update(p, t)
-        return m.compute()
-
-    return run
-
-
 def _tm(name: str):
     import torchmetrics.classification as tmc
 
@@ -68,10 +48,10 @@ def _tm(name: str):
           description="macro accuracy, 100 classes, 200 batches of 4096 logits")
 def multiclass_accuracy(quick: bool):
     batches = _logits(quick)
-    runs = {"fmetrics": _fm_stream(fmetrics.multiclass_accuracy(C, average="macro"), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_accuracy(C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassAccuracy")
-        runs["torchmetrics"] = _tm_stream(lambda: cls(num_classes=C, average="macro"), batches)
+        runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C, average="macro"), batches)
     except ImportError:
         pass
     return runs
@@ -82,10 +62,10 @@ def multiclass_accuracy(quick: bool):
           description="macro F1, 100 classes, 200 batches of 4096 logits")
 def multiclass_f1_macro(quick: bool):
     batches = _logits(quick, seed=1)
-    runs = {"fmetrics": _fm_stream(fmetrics.multiclass_f1_score(C, average="macro"), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_f1_score(C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassF1Score")
-        runs["torchmetrics"] = _tm_stream(lambda: cls(num_classes=C, average="macro"), batches)
+        runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C, average="macro"), batches)
     except ImportError:
         pass
     return runs
@@ -106,12 +86,12 @@ _FIVE = {
 def stat_scores_collection(quick: bool):
     batches = _logits(quick, seed=2)
     col = fmetrics.collection({k: getattr(fmetrics, f)(C) for k, (f, _) in _FIVE.items()})
-    runs = {"fmetrics": _fm_stream(col, batches)}
+    runs = {"fmetrics": fmetrics_run(col, batches)}
     try:
         from torchmetrics import MetricCollection
 
         classes = {k: _tm(c) for k, (_, c) in _FIVE.items()}
-        runs["torchmetrics"] = _tm_stream(
+        runs["torchmetrics"] = torchmetrics_run(
             lambda: MetricCollection({k: cls(num_classes=C) for k, cls in classes.items()}), batches)
     except ImportError:
         pass
@@ -131,10 +111,10 @@ def multiclass_confusion_matrix(quick: bool):
     target = torch.randint(0, C, (n,), generator=g)
     preds = torch.where(torch.rand(n, generator=g) < 0.6, target, torch.randint(0, C, (n,), generator=g))
     batches = list(zip(preds.chunk(CM_CHUNKS), target.chunk(CM_CHUNKS)))
-    runs = {"fmetrics": _fm_stream(fmetrics.multiclass_confusion_matrix(C), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_confusion_matrix(C), batches)}
     try:
         cls = _tm("MulticlassConfusionMatrix")
-        runs["torchmetrics"] = _tm_stream(lambda: cls(num_classes=C), batches)
+        runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C), batches)
     except ImportError:
         pass
     return runs

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
 
 BATCHES = 10
 BINNED_BATCHES, BINNED_ROWS, THRESHOLDS = 100, 10**4, 1000
@@ -24,32 +24,12 @@ def _scores(n: int, batches: int, seed: int = 0):
     return list(zip(scores.chunk(batches), target.chunk(batches)))
 
 
-def _fm_stream(metric: fmetrics.Metric, batches):
-    def run():
-        s = metric.init()
-        for p, t in batches:
-            s = metric.update(s, p, t)
-        return metric.finalize(s)
-
-    return run
-
-
-def _tm_stream(make, batches):
-    def run():
-        m = make()
-        for p, t in batches:
-            m.update(p, t)
-        return m.compute()
-
-    return run
-
-
 def _runs(metric: fmetrics.Metric, tm_kwargs: dict, batches):
-    runs = {"fmetrics": _fm_stream(metric, batches)}
+    runs = {"fmetrics": fmetrics_run(metric, batches)}
     try:
         from torchmetrics.classification import BinaryAUROC
 
-        runs["torchmetrics"] = _tm_stream(lambda: BinaryAUROC(**tm_kwargs), batches)
+        runs["torchmetrics"] = torchmetrics_run(lambda: BinaryAUROC(**tm_kwargs), batches)
     except ImportError:
         pass
     return runs

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, Optional, Union
 
-__all__ = ["Workload", "Measured", "register", "WORKLOADS", "BASELINE"]
+__all__ = ["Workload", "Measured", "register", "WORKLOADS", "BASELINE", "fmetrics_run", "torchmetrics_run"]
 
 BASELINE = "fmetrics"
 
@@ -80,3 +80,27 @@ def register(name: str, *, domain: str, samples: Size = None, bytes: Size = None
         return build
 
     return deco
+
+
+def fmetrics_run(metric, batches):
+    """The fmetrics contender: ``init``, ``update(state, *batch)`` per input tuple, ``finalize``."""
+
+    def run():
+        s = metric.init()
+        for batch in batches:
+            s = metric.update(s, *batch)
+        return metric.finalize(s)
+
+    return run
+
+
+def torchmetrics_run(make, batches):
+    """A torchmetrics contender: ``make()`` a fresh metric, ``update(*batch)`` per input tuple, ``compute``."""
+
+    def run():
+        m = make()
+        for batch in batches:
+            m.update(*batch)
+        return m.compute()
+
+    return run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
 
 ROWS, COLS = 4096, 16
 SMALL_ROWS, SMALL_BATCHES = 16, 1000
@@ -30,26 +30,11 @@ def _pairs(n_batches: int, rows: int, cols=None, seed: int = 0):
     return list(zip(preds.unbind(0), target.unbind(0)))
 
 
-def _fmetrics(metric: fmetrics.Metric, batches):
-    def run():
-        s = metric.init()
-        for p, t in batches:
-            s = metric.update(s, p, t)
-        return metric.finalize(s)
-
-    return run
-
-
 def _torchmetrics(cls_name: str, batches, **kwargs):
     import torchmetrics.regression as tm
 
-    def run():
-        m = getattr(tm, cls_name)(**kwargs)
-        for p, t in batches:
-            m.update(p, t)
-        return m.compute()
-
-    return run
+    cls = getattr(tm, cls_name)
+    return torchmetrics_run(lambda: cls(**kwargs), batches)
 
 
 def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, small: bool = False, **kwargs):
@@ -62,7 +47,7 @@ def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, small
               bytes=lambda quick: 2 * n_batches(quick) * rows * COLS * 4, peers=("torchmetrics",), description=doc)
     def build(quick: bool):
         batches = _pairs(n_batches(quick), rows, COLS)
-        runs = {"fmetrics": _fmetrics(factory(**kwargs), batches)}
+        runs = {"fmetrics": fmetrics_run(factory(**kwargs), batches)}
         try:
             runs["torchmetrics"] = _torchmetrics(tm_class, batches, **(tm_kwargs or {}))
         except ImportError:
@@ -97,7 +82,7 @@ def spearman(quick: bool):
     """Spearman rho of 10^6 pairs in 10 chunks (10^5 with --quick) vs SpearmanCorrCoef."""
     n = SPEARMAN_PAIRS // (10 if quick else 1)
     batches = _pairs(SPEARMAN_CHUNKS, n // SPEARMAN_CHUNKS)
-    runs = {"fmetrics": _fmetrics(fmetrics.spearman_corrcoef(), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.spearman_corrcoef(), batches)}
     try:
         runs["torchmetrics"] = _torchmetrics("SpearmanCorrCoef", batches)
     except ImportError:
@@ -111,7 +96,7 @@ def kendall(quick: bool):
     """Kendall tau-b of 5000 pairs with ties (1000 with --quick) vs KendallRankCorrCoef (O(n^2))."""
     n = KENDALL_PAIRS // (5 if quick else 1)
     batches = [(torch.round(p * 4), torch.round(t * 4)) for p, t in _pairs(5, n // 5)]
-    runs = {"fmetrics": _fmetrics(fmetrics.kendall_rank_corrcoef(), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.kendall_rank_corrcoef(), batches)}
     try:
         runs["torchmetrics"] = _torchmetrics("KendallRankCorrCoef", batches)
     except ImportError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
 
 ROWS_PER_QUERY = 20
 
@@ -40,26 +40,11 @@ def _data(quick: bool, graded: bool):
     return list(zip(preds.chunk(batches), target.chunk(batches), indexes.chunk(batches)))
 
 
-def _fmetrics(metric, batches):
-    def run():
-        s = metric.init()
-        for p, t, i in batches:
-            s = metric.update(s, p, t, i)
-        return metric.finalize(s)
-
-    return run
-
-
 def _torchmetrics(cls_name: str, kwargs: dict, batches):
     import torchmetrics.retrieval as tmr
 
-    def run():
-        m = getattr(tmr, cls_name)(**kwargs)
-        for p, t, i in batches:
-            m.update(p, t, indexes=i)
-        return m.compute()
-
-    return run
+    cls = getattr(tmr, cls_name)
+    return torchmetrics_run(lambda: cls(**kwargs), batches)
 
 
 def _ranx(measure: str, batches):
@@ -89,7 +74,7 @@ def _workload(name: str, factory, kwargs: dict, tm_class: str, ranx_measure: str
               description=f"{name} over {ROWS_PER_QUERY} rows/query, rows shuffled over update batches")
     def build(quick: bool):
         batches = _data(quick, graded)
-        runs = {"fmetrics": _fmetrics(factory(**kwargs), batches)}
+        runs = {"fmetrics": fmetrics_run(factory(**kwargs), batches)}
         for peer, make in (("torchmetrics", lambda: _torchmetrics(tm_class, kwargs, batches)),
                            ("ranx", lambda: _ranx(ranx_measure, batches))):
             try:
@@ -113,20 +98,14 @@ def collection(quick: bool):
     members = {"ndcg@10": fmetrics.retrieval_normalized_dcg(top_k=10), "map": fmetrics.retrieval_map(),
                "mrr": fmetrics.retrieval_mrr(), "p@10": fmetrics.retrieval_precision(top_k=10),
                "r@10": fmetrics.retrieval_recall(top_k=10)}
-    runs = {"fmetrics": _fmetrics(fmetrics.collection(members), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.collection(members), batches)}
     try:
         import torchmetrics
         import torchmetrics.retrieval as tmr
 
-        def tm_run():
-            c = torchmetrics.MetricCollection({
-                "ndcg@10": tmr.RetrievalNormalizedDCG(top_k=10), "map": tmr.RetrievalMAP(), "mrr": tmr.RetrievalMRR(),
-                "p@10": tmr.RetrievalPrecision(top_k=10), "r@10": tmr.RetrievalRecall(top_k=10)})
-            for p, t, i in batches:
-                c.update(p, t, indexes=i)
-            return c.compute()
-
-        runs["torchmetrics"] = tm_run
+        runs["torchmetrics"] = torchmetrics_run(lambda: torchmetrics.MetricCollection({
+            "ndcg@10": tmr.RetrievalNormalizedDCG(top_k=10), "map": tmr.RetrievalMAP(), "mrr": tmr.RetrievalMRR(),
+            "p@10": tmr.RetrievalPrecision(top_k=10), "r@10": tmr.RetrievalRecall(top_k=10)}), batches)
     except ImportError:
         pass
     return runs
