@@ -19,27 +19,14 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler
 
 import fmetrics as fm
 from adapters.distributed import EvalSampler, reduce
 
-FEATURES = 16
-DATASETS = {"web": (400, 11), "news": (250, 12)}  # name: (queries, seed)
+from retrieval_data import DATASETS, FEATURES, make_rows  # the module beside this script
+
 METRICS = {"ndcg@10": fm.retrieval_normalized_dcg(top_k=10), "map": fm.retrieval_map()}
-
-
-def make_rows(queries: int, seed: int, max_docs: int = 30) -> TensorDataset:
-    """Synthetic rows ``(features, graded relevance 0..3, query id)``, shuffled across queries."""
-    direction = torch.randn(FEATURES, generator=torch.Generator().manual_seed(0))
-    g = torch.Generator().manual_seed(seed)
-    docs = torch.randint(1, max_docs + 1, (queries,), generator=g)
-    query = torch.repeat_interleave(torch.arange(queries), docs)
-    x = torch.randn(query.shape[0], FEATURES, generator=g)
-    signal = x @ direction / FEATURES**0.5 + 0.8 * torch.randn(query.shape[0], generator=g)
-    relevance = torch.bucketize(signal, torch.tensor([0.5, 1.2, 1.8]))
-    perm = torch.randperm(query.shape[0], generator=g)
-    return TensorDataset(x[perm], relevance[perm], query[perm])
 
 
 def make_scorer() -> torch.nn.Module:
