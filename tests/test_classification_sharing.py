@@ -2,20 +2,7 @@
 import torch
 
 import fmetrics as fm
-
-
-def counting(metrics: dict):
-    """Wraps each member's update to count calls; the state keys stay as they are."""
-    calls = []
-
-    def wrap(name, m):
-        def update(state, *inputs):
-            calls.append(name)
-            return m.update(state, *inputs)
-
-        return m.replace(update=update)
-
-    return {k: wrap(k, m) for k, m in metrics.items()}, calls
+from tests._counting import counting
 
 
 def batches(seed=0, n=4):

@@ -7,6 +7,7 @@ import torch
 import fmetrics as fm
 from fmetrics.testing import assert_values_close
 from fmetrics.classification.curves._scores import BinnedState
+from tests._counting import counting
 
 
 def run(metric, batches):
@@ -125,18 +126,6 @@ def test_binned_state_is_bounded_and_sum_mergeable():
     assert isinstance(s, BinnedState) and s.hist.shape == (1, 101, 2)
     assert int(s.hist.sum()) == 5000
     assert m.reductions == BinnedState(hist="sum", soft="sum", invalid="sum")
-
-
-def counting(metrics):
-    calls = []
-
-    def wrap(name, m):
-        def update(state, *inputs):
-            calls.append(name)
-            return m.update(state, *inputs)
-        return m.replace(update=update)
-
-    return {k: wrap(k, m) for k, m in metrics.items()}, calls
 
 
 @pytest.mark.parametrize("thresholds", [None, 20])
