@@ -20,7 +20,6 @@ import torchmetrics
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from adapters import distributed
-from adapters._pickle import MetricRef
 from fmetrics import state as state_lib
 from fmetrics.metric import Metric
 
@@ -105,7 +104,7 @@ class TorchMetric(torchmetrics.Metric):
             raise ValueError("TorchMetric: argument `dist_sync_fn` is not supported; states are synced with "
                              "adapters.distributed.reduce")
         super().__init__(**kwargs)
-        self._fm = MetricRef(metric)
+        self._fm = metric  # pickled and deep-copied by its recipe
         init = metric.init()
         self._template = _template(metric.reductions, init, ())
         names = [slot[1] for slot in _slots(self._template)]
@@ -124,7 +123,7 @@ class TorchMetric(torchmetrics.Metric):
     @property
     def metric(self) -> Metric:
         """The wrapped fmetrics metric."""
-        return self._fm.metric
+        return self._fm
 
     # ------------------------------------------------------------ state <-> torchmetrics states
 

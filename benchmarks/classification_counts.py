@@ -48,7 +48,7 @@ def _tm(name: str):
           description="macro accuracy, 100 classes, 200 batches of 4096 logits")
 def multiclass_accuracy(quick: bool):
     batches = _logits(quick)
-    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_accuracy(C, average="macro"), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_accuracy(num_classes=C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassAccuracy")
         runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C, average="macro"), batches)
@@ -62,7 +62,7 @@ def multiclass_accuracy(quick: bool):
           description="macro F1, 100 classes, 200 batches of 4096 logits")
 def multiclass_f1_macro(quick: bool):
     batches = _logits(quick, seed=1)
-    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_f1_score(C, average="macro"), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_f1_score(num_classes=C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassF1Score")
         runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C, average="macro"), batches)
@@ -111,7 +111,7 @@ def multiclass_confusion_matrix(quick: bool):
     target = torch.randint(0, C, (n,), generator=g)
     preds = torch.where(torch.rand(n, generator=g) < 0.6, target, torch.randint(0, C, (n,), generator=g))
     batches = list(zip(preds.chunk(CM_CHUNKS), target.chunk(CM_CHUNKS)))
-    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_confusion_matrix(C), batches)}
+    runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_confusion_matrix(num_classes=C), batches)}
     try:
         cls = _tm("MulticlassConfusionMatrix")
         runs["torchmetrics"] = torchmetrics_run(lambda: cls(num_classes=C), batches)

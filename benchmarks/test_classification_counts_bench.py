@@ -13,18 +13,18 @@ C, N = 100, 4096
 
 CASES = [
     # id, fmetrics metric, torchmetrics metric, inputs
-    ("multiclass-accuracy-logits", lambda: fmetrics.multiclass_accuracy(C),
+    ("multiclass-accuracy-logits", lambda: fmetrics.multiclass_accuracy(num_classes=C),
      lambda: tmc.MulticlassAccuracy(num_classes=C), lambda g: (torch.randn(N, C, generator=g),
                                                                torch.randint(0, C, (N,), generator=g))),
-    ("multiclass-f1-top5", lambda: fmetrics.multiclass_f1_score(C, top_k=5),
+    ("multiclass-f1-top5", lambda: fmetrics.multiclass_f1_score(num_classes=C, top_k=5),
      lambda: tmc.MulticlassF1Score(num_classes=C, top_k=5), lambda g: (torch.randn(N, C, generator=g),
                                                                        torch.randint(0, C, (N,), generator=g))),
-    ("multiclass-confmat-labels", lambda: fmetrics.multiclass_confusion_matrix(C),
+    ("multiclass-confmat-labels", lambda: fmetrics.multiclass_confusion_matrix(num_classes=C),
      lambda: tmc.MulticlassConfusionMatrix(num_classes=C),
      lambda g: (torch.randint(0, C, (10**6,), generator=g), torch.randint(0, C, (10**6,), generator=g))),
     ("binary-f1-logits", lambda: fmetrics.binary_f1_score(), lambda: tmc.BinaryF1Score(),
      lambda g: (torch.randn(10**6, generator=g), torch.randint(0, 2, (10**6,), generator=g))),
-    ("multilabel-f1-probs", lambda: fmetrics.multilabel_f1_score(20), lambda: tmc.MultilabelF1Score(num_labels=20),
+    ("multilabel-f1-probs", lambda: fmetrics.multilabel_f1_score(num_labels=20), lambda: tmc.MultilabelF1Score(num_labels=20),
      lambda g: (torch.rand(N, 20, generator=g), torch.randint(0, 2, (N, 20), generator=g))),
 ]
 params = pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -8,18 +8,27 @@ A metric is ``init / update / merge / finalize``::
     v = m.finalize(s)            # the value
     v = m(*inputs)               # one shot: finalize(update(init(), *inputs))
 
-Config lives in the factory's closure (as in optax); the record only carries
-the functions and a little metadata.
+Config lives in the factory's closure (as in optax); the record carries the
+functions, the factory's `Recipe` (what ``repr``, pickling, ``deepcopy`` and
+``to(device)`` go by) and a little metadata.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Optional
+import copy
+import pickle
+from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
 import torch
+import torch._dynamo
 
 from fmetrics import state as state_lib
+from fmetrics import validation
+from fmetrics.recipe import Recipe, factory, map_parameters, parameters, rebuild
 
-__all__ = ["Metric"]
+__all__ = ["Metric", "from_output"]
+
+_FIELDS = ("init", "update", "merge", "finalize", "name", "state_key", "reductions", "recipe", "check",
+           "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input")
 
 
 class Metric:
@@ -32,11 +41,25 @@ class Metric:
       finalize: ``state -> value`` (a tensor, or a dict/tuple of tensors).
       name: shown in errors and used by collections.
       state_key: hashable description of the state definition and config;
-        metrics with equal keys can share one state (see `fmetrics.collection`).
-        ``None`` means "never shared".
+        metrics with equal keys share one state in a `fmetrics.collection`.
+        Default: derived from the recipe (``None`` without one: never shared).
       reductions: optional tags mirroring the state (``"sum"``, ``"min"``,
         ``"max"``, ``"cat"`` or ``None``) that let the distributed reducer
-        all-reduce instead of gathering. See `fmetrics.state.merge_fields`.
+        all-reduce instead of gathering, see `fmetrics.state.merge_fields`.
+        ``"cat"`` fields are chunk tuples: `update` sees them empty and its
+        returned chunks are appended outside any trace (so a compiled update
+        does not recompile as the tuple grows).
+      recipe: the `Recipe` of the factory call (set by `fmetrics.factory`).
+      check: optional ``check(*inputs)`` that raises ``ValueError`` quoting
+        offending values; run before `update` where checking is free (CPU
+        tensors, eager mode; see `fmetrics.validation.mode`).
+      inputs: named-input routing (see `from_output`).
+      shared, finish: an optional shared finalize step (``shared(state)``,
+        e.g. one sort) and the value from its result; a collection computes
+        ``shared`` once for all members over one state.
+      higher_is_better, is_differentiable, bounds: metadata (``bounds`` is
+        ``(lower, upper)`` of the value, ``None`` where unbounded).
+      host_input: ``True`` for metrics over host data (strings): DESIGN §2.5.
 
     Example::
 
@@ -50,7 +73,7 @@ class Metric:
         tensor(3., dtype=torch.float64)
     """
 
-    __slots__ = ("_init", "update", "merge", "finalize", "name", "state_key", "reductions")
+    __slots__ = tuple("_" + f for f in _FIELDS) + ("_cats",)
 
     def __init__(
         self,
@@ -58,44 +81,246 @@ class Metric:
         init: Callable[[], Any],
         update: Callable[..., Any],
         merge: Callable[[Any, Any], Any],
-        finalize: Callable[[Any], Any],
+        finalize: Optional[Callable[[Any], Any]] = None,
         name: str = "metric",
         state_key: Optional[Hashable] = None,
         reductions: Any = None,
+        recipe: Optional[Recipe] = None,
+        check: Optional[Callable[..., None]] = None,
+        inputs: Optional[tuple] = None,
+        shared: Optional[Callable[[Any], Any]] = None,
+        finish: Optional[Callable[[Any], Any]] = None,
+        higher_is_better: Optional[bool] = None,
+        is_differentiable: bool = False,
+        bounds: tuple = (None, None),
+        host_input: bool = False,
     ):
+        if finalize is None:
+            if finish is None:
+                raise TypeError(f"Metric {name!r}: give `finalize`, or `shared` and `finish`")
+            finalize = _compose(shared, finish)
         for arg, fn in (("init", init), ("update", update), ("merge", merge), ("finalize", finalize)):
             if not callable(fn):
                 raise TypeError(f"Metric {name!r}: argument `{arg}` must be callable, got {type(fn).__name__}")
         if state_key is not None:
             hash(state_key)  # fail early on unhashable keys
-        setattr_ = object.__setattr__
-        setattr_(self, "_init", init)
-        setattr_(self, "update", update)
-        setattr_(self, "merge", merge)
-        setattr_(self, "finalize", finalize)
-        setattr_(self, "name", name)
-        setattr_(self, "state_key", state_key)
-        setattr_(self, "reductions", reductions)
+        values = dict(init=init, update=update, merge=merge, finalize=finalize, name=name, state_key=state_key,
+                      reductions=reductions, recipe=recipe, check=check, inputs=inputs, shared=shared,
+                      finish=finish, higher_is_better=higher_is_better, is_differentiable=is_differentiable,
+                      bounds=tuple(bounds), host_input=host_input)
+        for k, v in values.items():
+            object.__setattr__(self, "_" + k, v)
+        object.__setattr__(self, "_cats", _has_cat(reductions))
+
+    # ------------------------------------------------------------ fields
+
+    name = property(lambda self: self._name)
+    reductions = property(lambda self: self._reductions)
+    recipe = property(lambda self: self._recipe)
+    check = property(lambda self: self._check)
+    inputs = property(lambda self: self._inputs)
+    shared = property(lambda self: self._shared)
+    finish = property(lambda self: self._finish)
+    higher_is_better = property(lambda self: self._higher_is_better)
+    is_differentiable = property(lambda self: self._is_differentiable)
+    bounds = property(lambda self: self._bounds)
+    host_input = property(lambda self: self._host_input)
+    merge = property(lambda self: self._merge)
+    finalize = property(lambda self: self._finalize)
+
+    @property
+    def state_key(self) -> Optional[Hashable]:
+        """Metrics with equal keys share one state (default: from the recipe)."""
+        if self._state_key is None and self._recipe is not None:
+            return ("recipe", self._recipe.key(), self._inputs)
+        return self._state_key
+
+    @property
+    def params(self) -> dict:
+        """The metric's parameters: tensors and networks it reads but never accumulates (by name)."""
+        return {} if self._recipe is None else parameters(self._recipe.kwargs)
+
+    # ------------------------------------------------------------ the four functions
 
     def init(self, device: Optional[torch.device | str] = None):
         """The empty state, optionally placed on ``device``."""
         s = self._init()
         return s if device is None else state_lib.to_device(s, device)
 
+    def update(self, state, *inputs, **kwargs):
+        """``(state, *inputs) -> state``: the state of the data seen so far plus this batch.
+
+        The first argument is the state from `init` (or a previous update).
+        """
+        if not isinstance(state, (tuple, dict)):
+            raise TypeError(
+                f"{self._name}: the first argument of update must be the state from {self._name}.init() "
+                f"(got a {type(state).__name__}): s = m.update(m.init(), preds, target). For one shot use "
+                f"m(preds, target); for a stateful object use adapters.TorchMetric(m)")
+        if self._inputs is not None:
+            inputs, kwargs = _route(self._name, self._inputs, inputs, kwargs)
+        device = _first_device(state)
+        if device is not None:
+            validation.check_device(self._name, device, inputs, kwargs)
+        if self._check is not None and validation.eager_check_applies(inputs, kwargs):
+            self._check(*inputs, **kwargs)
+        if not self._cats:
+            return self._update(state, *inputs, **kwargs)
+        # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
+        new = self._update(_empty_cats(self._reductions, state), *inputs, **kwargs)
+        return state_lib.apply_tags(_append, self._reductions, state, new)
+
     def __call__(self, *inputs, **kwargs):
         """One shot: ``finalize(update(init(), *inputs))`` on the inputs' device."""
         s = self.init(state_lib.device_of((inputs, kwargs)))
         return self.finalize(self.update(s, *inputs, **kwargs))
 
+    # ------------------------------------------------------------ derived metrics
+
     def replace(self, **changes) -> "Metric":
         """A copy with some fields replaced (``name=...``, ``finalize=...``, ...)."""
-        fields = {k: getattr(self, k) for k in ("update", "merge", "finalize", "name", "state_key", "reductions")}
-        fields["init"] = self._init
+        unknown = set(changes) - set(_FIELDS)
+        if unknown:
+            raise TypeError(f"Metric.replace: unknown fields {sorted(unknown)}; fields are {_FIELDS}")
+        fields = {k: getattr(self, "_" + k) for k in _FIELDS}
+        if "finalize" not in changes and ("shared" in changes or "finish" in changes):
+            fields["finalize"] = None
         fields.update(changes)
         return Metric(**fields)
 
+    def _with_recipe(self, recipe: Recipe) -> "Metric":
+        return self.replace(recipe=recipe)
+
+    def from_output(self, *names: str, **named: str) -> "Metric":
+        """This metric reading named inputs: ``update(state, outputs)`` with ``outputs`` a dict.
+
+        ``names`` feed ``update``'s positional inputs, ``named`` its keyword
+        inputs (``argument="output name"``). Members of a `fmetrics.collection`
+        fed one dict of model outputs each take what they need.
+
+        Example::
+
+            >>> loss = fmetrics.mean().from_output("loss")
+            >>> loss({"loss": torch.tensor([1., 3.]), "logits": torch.zeros(2, 3)})
+            tensor(2., dtype=torch.float64)
+        """
+        return from_output(metric=self, names=tuple(names), named=tuple(sorted(named.items())))
+
+    def to(self, device) -> "Metric":
+        """The same metric with its parameters (tensors, networks) on ``device``; states are moved by the caller."""
+        if self._recipe is None or not self.params:
+            return self
+        return self._map_parameters(lambda x: x.to(device))
+
+    def _map_parameters(self, fn) -> "Metric":
+        kwargs = {k: map_parameters(v, fn) for k, v in self._recipe.kwargs}
+        out = self._recipe.call(**kwargs)
+        return out.replace(recipe=self._recipe._replace(kwargs=tuple(kwargs.items())))
+
+    # ------------------------------------------------------------ copying, printing
+
     def __setattr__(self, key, value):
-        raise AttributeError(f"Metric {self.name!r} is immutable; use .replace({key}=...)")
+        raise AttributeError(f"Metric {self._name!r} is immutable; use .replace({key}=...)")
+
+    def __reduce__(self):
+        if self._recipe is not None:
+            r = self._recipe
+            return _from_recipe, (r.module, r.qualname, r.kwargs, r.given)
+        fields = {k: getattr(self, "_" + k) for k in _FIELDS}
+        try:
+            pickle.dumps(fields)
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise pickle.PicklingError(
+                f"Metric {self._name!r} has no recipe and its functions cannot be pickled by name ({err}); "
+                "build it in a factory decorated with @fmetrics.factory so it pickles by its recipe") from None
+        return _from_fields, (fields,)
+
+    def __deepcopy__(self, memo):
+        if self._recipe is None:
+            return self  # immutable: sharing is a copy
+        r = self._recipe
+        return _from_recipe(r.module, r.qualname, copy.deepcopy(r.kwargs, memo), r.given)
+
+    def __copy__(self):
+        return self
 
     def __repr__(self) -> str:
-        return f"Metric(name={self.name!r}, state_key={self.state_key!r})"
+        if self._recipe is not None:
+            return repr(self._recipe)
+        return f"Metric(name={self._name!r})"
+
+
+def _from_recipe(module: str, qualname: str, kwargs: tuple, given: frozenset) -> Metric:
+    m = rebuild(module, qualname, kwargs)
+    return m.replace(recipe=Recipe(module, qualname, tuple(kwargs), given))
+
+
+def _from_fields(fields: dict) -> Metric:
+    return Metric(**fields)
+
+
+def _compose(shared, finish):
+    if shared is None:
+        return finish
+    return lambda state: finish(shared(state))
+
+
+# skipped by dynamo as a frame of its own (its callees are traced): chunk tuples grow here, so a
+# compiled `update` is not re-specialized on their length at every step
+torch._dynamo.eval_frame.skip_code(Metric.update.__code__)
+
+
+def _has_cat(tags) -> bool:
+    if tags is None:
+        return False
+    if isinstance(tags, str):
+        return tags == "cat"
+    if isinstance(tags, dict):
+        return any(_has_cat(t) for t in tags.values())
+    return any(_has_cat(t) for t in tags)
+
+
+def _empty_cats(tags, state):
+    return state_lib.apply_tags(lambda tag, a, _: () if tag == "cat" else a, tags, state, state)
+
+
+def _append(tag, old, new):
+    return tuple(old) + tuple(new) if tag == "cat" else new
+
+
+def _first_device(state) -> Optional[torch.device]:
+    while isinstance(state, (tuple, list, dict)):
+        if not state:
+            return None
+        state = next(iter(state.values())) if isinstance(state, dict) else state[0]
+    return state.device if isinstance(state, torch.Tensor) else None
+
+
+def _route(name: str, spec: tuple, inputs: tuple, kwargs: dict):
+    names, named = spec
+    if len(inputs) == 1 and isinstance(inputs[0], Mapping) and not kwargs:
+        outputs = inputs[0]
+    elif not inputs:
+        outputs = kwargs
+    else:
+        raise TypeError(f"{name}: reads named inputs {list(names) + [v for _, v in named]}; call "
+                        f"update(state, outputs) with a dict of outputs (or update(state, **outputs))")
+    missing = [k for k in (*names, *(v for _, v in named)) if k not in outputs]
+    if missing:
+        raise validation.fail(name, "outputs", f"entries named {missing}", f"a dict with keys {sorted(outputs)}")
+    return tuple(outputs[k] for k in names), {arg: outputs[k] for arg, k in named}
+
+
+@factory
+def from_output(*, metric: Metric, names: Sequence[str] = (), named: Sequence[tuple] = ()) -> Metric:
+    """``metric`` reading ``update``'s inputs by name from a dict of outputs (see `Metric.from_output`)."""
+    if not isinstance(metric, Metric):
+        raise validation.fail("from_output", "metric", "a fmetrics.Metric", type(metric).__name__)
+    if metric.inputs is not None:
+        raise validation.fail(metric.name, "from_output", "a metric that does not already read named inputs")
+    names, named = tuple(names), tuple(tuple(p) for p in named)
+    if not names and not named:
+        raise validation.fail(metric.name, "from_output", "at least one output name")
+    inner = metric.state_key
+    return metric.replace(inputs=(names, named),
+                          state_key=None if inner is None else ("from_output", inner, names, named))

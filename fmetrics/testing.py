@@ -23,10 +23,18 @@ Laws (names accepted by ``laws=``):
   holds on CPU, where such calls cost nothing and go unnoticed.
 * ``compile`` -- ``torch.compile(update, backend="eager", fullgraph=True)``
   traces with no graph break and matches eager.
+* ``compile epoch`` -- the compiled update runs >= 10 consecutive updates of
+  varying batch sizes with at most 3 compilations (no recompile storm as
+  chunk tuples grow or batch sizes change).
 * ``serialization`` -- a state survives ``torch.save`` / ``torch.load``.
 
 Inputs: ``batches`` is a list of input tuples ``update(state, *batch)``; the
 first axis of every tensor (or list) in a batch is the sample axis.
+
+Host-input metrics (``metric.host_input``: strings, C libraries) are checked
+in host-input mode: every law but ``vmap``, ``no host sync``, ``compile`` and
+``compile epoch`` (DESIGN §2.5); the returned `CheckReport` names the
+skipped laws and why.
 """
 from __future__ import annotations
 
@@ -34,7 +42,7 @@ import copy
 import io
 import random
 import warnings
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -43,7 +51,8 @@ from torch.overrides import TorchFunctionMode
 from fmetrics import state as state_lib
 from fmetrics.metric import Metric
 
-__all__ = ["LAWS", "check_metric", "assert_values_close", "concat_inputs", "split_inputs"]
+__all__ = ["LAWS", "TRACE_LAWS", "CheckReport", "check_metric", "assert_values_close", "concat_inputs",
+           "split_inputs"]
 
 LAWS = (
     "purity",
@@ -56,8 +65,24 @@ LAWS = (
     "vmap",
     "no host sync",
     "compile",
+    "compile epoch",
     "serialization",
 )
+
+TRACE_LAWS = ("vmap", "no host sync", "compile", "compile epoch")
+_HOST_REASON = "host-input metric (DESIGN §2.5): update works on Python data, not traceable tensors"
+
+
+class CheckReport(NamedTuple):
+    """What `check_metric` checked: the laws that held and the skipped ones with the reason."""
+
+    metric: str
+    passed: tuple
+    skipped: dict
+
+    def __repr__(self) -> str:
+        skipped = "; ".join(f"{law!r}: {why}" for law, why in self.skipped.items()) or "none"
+        return f"CheckReport({self.metric}: {len(self.passed)} laws held; skipped: {skipped})"
 
 
 class _Broken(AssertionError):
@@ -166,8 +191,19 @@ def _assert_unchanged(before, after, what: str) -> None:
             raise _Broken(f"{what} was modified in place")
 
 
-def _assert_int_states_equal(a, b, what: str) -> None:
-    """Integer leaves of two same-layout states must match exactly."""
+def _assert_int_states_equal(a, b, what: str, tags=None) -> None:
+    """Integer leaves of two same-layout states must match exactly.
+
+    With reduction ``tags``, only tagged fields are compared: a field only
+    ``merge`` knows (tag ``None``, e.g. the update-call index of a deferred
+    validation record) may depend on the batching.
+    """
+    if tags is not None and not isinstance(tags, str):
+        if pytree.tree_structure(a) != pytree.tree_structure(b):
+            return
+        state_lib.apply_tags(lambda t, x, y: _assert_int_states_equal(x, y, what) if t is not None else x,
+                             tags, a, b)
+        return
     fa, sa = pytree.tree_flatten(a)
     fb, sb = pytree.tree_flatten(b)
     if sa != sb:
@@ -254,7 +290,7 @@ def _law_split(c: _Ctx):
         pieces.insert(c.rng.randint(0, len(pieces)), split_inputs(c.full, [0])[0])  # an empty batch
         c.rng.shuffle(pieces)
         s = c.run(pieces)
-        _assert_int_states_equal(s, one_shot, f"re-batching #{i}")
+        _assert_int_states_equal(s, one_shot, f"re-batching #{i}", c.m.reductions)
         c.close(c.value(s), c.expected, f"value after re-batching #{i} into {len(pieces)} batches")
 
 
@@ -275,7 +311,7 @@ def _law_assoc(c: _Ctx):
     m = c.m
     left = m.merge(m.merge(a, b), d)
     right = m.merge(a, m.merge(b, d))
-    _assert_int_states_equal(left, right, "merge(merge(a, b), c) vs merge(a, merge(b, c))")
+    _assert_int_states_equal(left, right, "merge(merge(a, b), c) vs merge(a, merge(b, c))", m.reductions)
     c.close(c.value(left), c.value(right), "merge(merge(a, b), c) vs merge(a, merge(b, c))")
     c.close(c.value(left), c.expected, "merge of three parts vs one shot")
 
@@ -344,7 +380,9 @@ class _NoHostSync(TorchFunctionMode):
 def _law_no_sync(c: _Ctx):
     b0 = _first_nonempty(c)
     s = c.run([b0])
-    with _NoHostSync():
+    from fmetrics import validation
+
+    with validation.mode("deferred"), _NoHostSync():  # what a GPU update runs: value checks counted, not raised
         c.m.update(s, *b0)
 
 
@@ -365,6 +403,29 @@ def _law_compile(c: _Ctx):
         assert_values_close(got, c.m.update(s, *b0), c.rtol, c.atol, "compiled update vs eager")
     except AssertionError as err:
         raise _Broken(str(err)) from None
+
+
+def _law_compile_epoch(c: _Ctx):
+    import torch._dynamo
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    pieces = [p for p in split_inputs(c.full, sorted(c.rng.randint(0, c.n) for _ in range(11))) if _num_samples(p)]
+    while len(pieces) < 10:
+        pieces = pieces + pieces  # repeat the data: the law is about recompiles, not values
+    counter = CompileCounterWithBackend("eager")
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(c.m.update, backend=counter, fullgraph=True)
+        s = c.m.init()
+        for b in pieces:
+            s = compiled(s, *b)
+    except Exception as err:  # noqa: BLE001
+        raise _Broken(f"{len(pieces)} compiled updates failed: {type(err).__name__}: {str(err)[:600]}") from None
+    finally:
+        torch._dynamo.reset()
+    if counter.frame_count > 3:
+        raise _Broken(f"{len(pieces)} compiled updates of sizes {[_num_samples(p) for p in pieces]} compiled "
+                      f"{counter.frame_count} times (at most 3 allowed: a recompile storm)")
 
 
 def _law_serialization(c: _Ctx):
@@ -389,6 +450,7 @@ _CHECKS: dict[str, Callable[[_Ctx], None]] = {
     "vmap": _law_vmap,
     "no host sync": _law_no_sync,
     "compile": _law_compile,
+    "compile epoch": _law_compile_epoch,
     "serialization": _law_serialization,
 }
 
@@ -406,7 +468,8 @@ def check_metric(
     canonical: Optional[Callable[[Any], Any]] = None,
     num_splits: int = 3,
     seed: int = 0,
-) -> None:
+    host_input: Optional[bool] = None,
+) -> CheckReport:
     """Checks the laws of DESIGN.md §2 on ``metric`` and raises at the first broken one.
 
     Args:
@@ -421,6 +484,11 @@ def check_metric(
         compiled); ``reference_rtol/atol`` (default: the same) for the reference.
       canonical: applied to every finalized value before comparing, for
         values that are equal up to order (e.g. ``torch.sort`` for `cat`).
+      host_input: check in host-input mode (skips `TRACE_LAWS`); default:
+        ``metric.host_input``.
+
+    Returns:
+      A `CheckReport`: the laws that held and the skipped ones with reasons.
 
     Raises:
       AssertionError: ``"<name>: law '<law>' broken: <what differed>"``.
@@ -435,6 +503,11 @@ def check_metric(
         raise ValueError(f"check_metric: argument `laws` expected names from {LAWS}, got {unknown}")
     if not batches:
         raise ValueError("check_metric: argument `batches` expected at least one batch")
+    host = metric.host_input if host_input is None else host_input
+    skipped = {law: "not requested" for law in LAWS if law not in laws}
+    if host:
+        skipped.update({law: _HOST_REASON for law in TRACE_LAWS if law in laws})
+    passed = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # value warnings (NaN policy 'warn') repeat in every law
         try:
@@ -445,13 +518,15 @@ def check_metric(
         except Exception as err:
             raise AssertionError(f"{metric.name}: the one-shot run failed: {type(err).__name__}: {err}") from err
         for law in LAWS:
-            if law not in laws:
+            if law in skipped:
                 continue
             try:
                 _CHECKS[law](ctx)
+                passed.append(law)
             except _Broken as err:
                 raise AssertionError(f"{metric.name}: law '{law}' broken: {err}") from None
             except Exception as err:
                 raise AssertionError(
                     f"{metric.name}: law '{law}' broken: raised {type(err).__name__}: {err}"
                 ) from err
+    return CheckReport(metric.name, tuple(passed), skipped)

@@ -2,18 +2,147 @@
 
 Shapes, dtypes and configuration are metadata: `update` checks them eagerly
 and raises `ValueError` before the state is touched. Value rules (labels out of
-range, NaN, probabilities outside [0, 1]) would need a device sync to check, so
-`update` only *counts* offending entries into a state field; `finalize` calls
-`report` with the counts and raises (or warns) there.
+range, NaN, probabilities outside [0, 1]) are checked in one of two ways:
+
+* **eager** -- where checking is free (CPU tensors, eager mode, no vmap), a
+  metric's ``check(*inputs)`` runs before `update` and raises at once, quoting
+  the offending values; the state is untouched, so nothing is lost;
+* **deferred** -- on accelerators and under ``torch.compile`` / ``vmap``,
+  `update` counts offending entries into an `Invalid` state field (with the
+  first offending value and the update call it came from) and `finalize`
+  raises (or warns) through `report`.
+
+`mode` picks: ``"auto"`` (default: eager where free), ``"eager"`` or
+``"deferred"``. The deferred counts are kept in every mode, so a compiled or
+vmapped update still reports in `finalize`.
 """
 from __future__ import annotations
 
+import contextlib
 import warnings
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, NamedTuple
 
 import torch
 
-__all__ = ["fail", "check_policy", "report", "count"]
+__all__ = ["fail", "check_policy", "report", "count", "mode", "get_mode", "eager_check_applies", "check_device",
+           "quote", "Invalid", "invalid_init", "invalid_flag", "invalid_merge", "invalid_report"]
+
+MODES = ("auto", "eager", "deferred")
+_MODE = ["auto"]
+
+
+@contextlib.contextmanager
+def mode(value: str) -> Iterator[None]:
+    """Within the block, value checks run ``"eager"``, ``"deferred"`` or ``"auto"`` (eager where free).
+
+    Example::
+
+        >>> with fmetrics.validation.mode("deferred"):
+        ...     s = m.update(s, preds, target)   # counted; raised by finalize
+    """
+    check_policy("validation.mode", "value", value, MODES)
+    old = _MODE[0]
+    _MODE[0] = value
+    try:
+        yield
+    finally:
+        _MODE[0] = old
+
+
+def get_mode() -> str:
+    return _MODE[0]
+
+
+def _tensors(inputs, kwargs):
+    for x in (*inputs, *kwargs.values()):
+        if isinstance(x, torch.Tensor):
+            yield x
+        elif isinstance(x, Mapping):
+            yield from (v for v in x.values() if isinstance(v, torch.Tensor))
+
+
+def eager_check_applies(inputs, kwargs) -> bool:
+    """Whether a metric's eager value check runs now (see `mode`)."""
+    m = _MODE[0]
+    if m != "auto":
+        return m == "eager"
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+        return False
+    return all(x.device.type == "cpu" and not torch._C._is_functional_tensor(x) for x in _tensors(inputs, kwargs))
+
+
+def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:
+    """Raises when an input tensor is on another device than the state."""
+    for x in _tensors(inputs, kwargs):
+        if x.device != device and not (x.dim() == 0 and x.device.type == "cpu"):
+            raise ValueError(f"{metric}: an input is on {x.device} but the state is on {device}; "
+                             f"move the inputs, or create the state with init(device={str(x.device)!r})")
+
+
+def quote(values: torch.Tensor, limit: int = 3) -> str:
+    """``"5 and 7 (3 entries)"``: the distinct offending values (a host read; eager checks only)."""
+    flat = values.reshape(-1)
+    distinct = torch.unique(flat)[:limit].tolist()
+    shown = [repr(v) if isinstance(v, float) else str(v) for v in distinct]
+    text = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    if flat.numel() > len(shown):
+        text += f" ({flat.numel()} entries)"
+    return text
+
+
+class Invalid(NamedTuple):
+    """Deferred record of entries that broke a value rule.
+
+    ``count`` offending entries; ``first`` the first offending value;
+    ``call`` the 1-based update call it came from (0: none); ``calls`` the
+    number of updates folded in. Merge with `invalid_merge` (tag ``None``).
+    """
+
+    count: torch.Tensor
+    first: torch.Tensor
+    call: torch.Tensor
+    calls: torch.Tensor
+
+
+def invalid_init() -> Invalid:
+    z = torch.zeros((), dtype=torch.int64)
+    return Invalid(z, torch.full((), float("nan"), dtype=torch.float64), z, z)
+
+
+def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Invalid:
+    """Folds one update's offending entries (``bad`` mask over ``values``) into ``inv``; no host sync."""
+    bad = bad.reshape(-1)
+    n = count(bad)
+    if bad.numel():
+        first = values.reshape(-1)[torch.argmax(bad.to(torch.uint8))].to(torch.float64)
+    else:
+        first = inv.first
+    seen = inv.count > 0
+    call = torch.where(seen, inv.call, torch.where(n > 0, inv.calls + 1, torch.zeros_like(inv.call)))
+    return Invalid(inv.count + n, torch.where(seen, inv.first, first), call, inv.calls + 1)
+
+
+def invalid_merge(a: Invalid, b: Invalid) -> Invalid:
+    seen = a.count > 0
+    call = torch.where(seen, a.call, torch.where(b.count > 0, a.calls + b.call, torch.zeros_like(a.call)))
+    return Invalid(a.count + b.count, torch.where(seen, a.first, b.first), call, a.calls + b.calls)
+
+
+def invalid_report(metric: str, rule: str, inv: Invalid, policy: str = "error") -> None:
+    """Raises (or warns) in `finalize` when ``inv`` holds offending entries; valid entries were all kept."""
+    if policy == "ignore":
+        return
+    n = int(inv.count)
+    if not n:
+        return
+    first = float(inv.first)
+    shown = str(int(first)) if first.is_integer() else repr(first)
+    msg = (f"{metric}: {n} input entr{'y' if n == 1 else 'ies'} broke the rule: {rule}; the first was {shown} "
+           f"in update call {int(inv.call)}. The valid entries were counted; fix the input or use a "
+           f"policy that ignores it")
+    if policy == "error":
+        raise ValueError(msg)
+    warnings.warn(msg, UserWarning, stacklevel=3)
 
 POLICIES = ("error", "warn", "ignore")
 
@@ -51,7 +180,8 @@ def report(metric: str, counts: Mapping[str, torch.Tensor], policy: str = "error
     for rule, n in counts.items():
         n = int(n)
         if n:
-            msg = f"{metric}: {n} input entr{'y' if n == 1 else 'ies'} broke the rule: {rule}"
+            msg = (f"{metric}: {n} input entr{'y' if n == 1 else 'ies'} broke the rule: {rule} "
+                   "(the valid entries were counted)")
             if policy == "error":
                 raise ValueError(msg)
             warnings.warn(msg, UserWarning, stacklevel=3)

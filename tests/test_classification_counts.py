@@ -115,7 +115,7 @@ def test_binary_vs_sklearn(name, form, threshold, ignore):
 def test_binary_fbeta_and_normalized_confmat(beta):
     p, t = binary_inputs(3, "logits", -1)
     y, yp = binary_np(p, t, 0.5, -1)
-    assert_close(run_batches(fm.binary_fbeta_score(beta, ignore_index=-1), p, t),
+    assert_close(run_batches(fm.binary_fbeta_score(beta=beta, ignore_index=-1), p, t),
                  skm.fbeta_score(y, yp, beta=beta), f"binary_fbeta_score[{beta}]")
     for norm in ("true", "pred", "all"):
         assert_close(run_batches(fm.binary_confusion_matrix(normalize=norm, ignore_index=-1), p, t),
@@ -225,7 +225,7 @@ def test_multiclass_vs_sklearn(name, average, ignore):
 @pytest.mark.parametrize("average", ["micro", "macro", "weighted", "none"])
 def test_multiclass_fbeta_vs_sklearn(beta, average):
     p, t = multiclass_inputs(5, "logits", -1)
-    assert_close(run_batches(fm.multiclass_fbeta_score(beta, C, average=average, ignore_index=-1), p, t),
+    assert_close(run_batches(fm.multiclass_fbeta_score(beta=beta, num_classes=C, average=average, ignore_index=-1), p, t),
                  sk_average(skm.fbeta_score, average, beta=beta, zero_division=0)(*multiclass_np(p, t, -1)),
                  f"multiclass_fbeta_score[{beta},{average}]")
 
@@ -237,12 +237,12 @@ def test_multiclass_confmat_mcc_kappa_vs_sklearn(ignore):
         y, yp = multiclass_np(p, t, ignore)
         for norm in (None, "true", "pred", "all"):
             want = np.nan_to_num(skm.confusion_matrix(y, yp, labels=np.arange(C), normalize=norm))
-            assert_close(run_batches(fm.multiclass_confusion_matrix(C, normalize=norm, ignore_index=ignore), p, t),
+            assert_close(run_batches(fm.multiclass_confusion_matrix(num_classes=C, normalize=norm, ignore_index=ignore), p, t),
                          want, f"multiclass_confusion_matrix[{norm},{ignore}]")
-        assert_close(run_batches(fm.multiclass_matthews_corrcoef(C, ignore_index=ignore), p, t),
+        assert_close(run_batches(fm.multiclass_matthews_corrcoef(num_classes=C, ignore_index=ignore), p, t),
                      skm.matthews_corrcoef(y, yp), f"multiclass_matthews_corrcoef[{ignore}]")
         for w in (None, "linear", "quadratic"):
-            assert_close(run_batches(fm.multiclass_cohen_kappa(C, weights=w, ignore_index=ignore), p, t),
+            assert_close(run_batches(fm.multiclass_cohen_kappa(num_classes=C, weights=w, ignore_index=ignore), p, t),
                          skm.cohen_kappa_score(y, yp, weights=w, labels=np.arange(C)),
                          f"multiclass_cohen_kappa[{w},{ignore}]")
 
@@ -250,7 +250,7 @@ def test_multiclass_confmat_mcc_kappa_vs_sklearn(ignore):
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_multiclass_top_k_accuracy_vs_sklearn(k):
     p, t = multiclass_inputs(6, "logits")
-    assert_close(run_batches(fm.multiclass_accuracy(C, average="micro", top_k=k), p, t),
+    assert_close(run_batches(fm.multiclass_accuracy(num_classes=C, average="micro", top_k=k), p, t),
                  skm.top_k_accuracy_score(t.numpy(), p.numpy(), k=k, labels=np.arange(C)), f"top_{k}_accuracy")
 
 
@@ -330,15 +330,15 @@ def test_multilabel_vs_sklearn(name, average, ignore):
 def test_multilabel_exact_match_hamming_confmat_mcc_vs_sklearn():
     p, t = multilabel_inputs(7, "probs")
     yp = (p > 0.5).long().numpy()
-    assert_close(run_batches(fm.multilabel_exact_match(L), p, t), skm.accuracy_score(t.numpy(), yp),
+    assert_close(run_batches(fm.multilabel_exact_match(num_labels=L), p, t), skm.accuracy_score(t.numpy(), yp),
                  "multilabel_exact_match")
-    assert_close(run_batches(fm.multilabel_hamming_distance(L, average="micro"), p, t),
+    assert_close(run_batches(fm.multilabel_hamming_distance(num_labels=L, average="micro"), p, t),
                  skm.hamming_loss(t.numpy(), yp), "multilabel_hamming_distance[micro]")
-    assert_close(run_batches(fm.multilabel_confusion_matrix(L), p, t),
+    assert_close(run_batches(fm.multilabel_confusion_matrix(num_labels=L), p, t),
                  skm.multilabel_confusion_matrix(t.numpy(), yp), "multilabel_confusion_matrix")
-    assert_close(run_batches(fm.multilabel_matthews_corrcoef(L), p, t),
+    assert_close(run_batches(fm.multilabel_matthews_corrcoef(num_labels=L), p, t),
                  skm.matthews_corrcoef(t.numpy().ravel(), yp.ravel()), "multilabel_matthews_corrcoef")
-    assert_close(run_batches(fm.multilabel_fbeta_score(2.0, L, average="macro"), p, t),
+    assert_close(run_batches(fm.multilabel_fbeta_score(beta=2.0, num_labels=L, average="macro"), p, t),
                  skm.fbeta_score(t.numpy(), yp, beta=2.0, average="macro", zero_division=0),
                  "multilabel_fbeta_score[2,macro]")
 
@@ -388,18 +388,18 @@ def test_jaccard_and_exact_match_vs_torchmetrics(ignore):
     p = torch.randn(50, C, 3, generator=g)
     t = _ignore(torch.randint(0, C, (50, 3), generator=g), g, ignore)
     for average in ("micro", "macro", "weighted", "none"):
-        assert_close(run_batches(fm.multiclass_jaccard_index(C, average=average, ignore_index=ignore), p, t),
+        assert_close(run_batches(fm.multiclass_jaccard_index(num_classes=C, average=average, ignore_index=ignore), p, t),
                      tmf.multiclass_jaccard_index(p, t, C, average=average, ignore_index=ignore),
                      f"multiclass_jaccard_index[{average},{ignore}]", **TM)
     for md in ("global", "samplewise"):
-        assert_close(run_batches(fm.multiclass_exact_match(C, multidim_average=md, ignore_index=ignore), p, t),
+        assert_close(run_batches(fm.multiclass_exact_match(num_classes=C, multidim_average=md, ignore_index=ignore), p, t),
                      tmf.multiclass_exact_match(p, t, C, multidim_average=md, ignore_index=ignore),
                      f"multiclass_exact_match[{md},{ignore}]", **TM)
     pl = torch.rand(50, L, 3, generator=g)
     tl = _ignore(torch.randint(0, 2, (50, L, 3), generator=g), g, None if ignore == 0 else ignore)
     ii = None if ignore == 0 else ignore
     for md in ("global", "samplewise"):
-        assert_close(run_batches(fm.multilabel_exact_match(L, multidim_average=md, ignore_index=ii), pl, tl),
+        assert_close(run_batches(fm.multilabel_exact_match(num_labels=L, multidim_average=md, ignore_index=ii), pl, tl),
                      tmf.multilabel_exact_match(pl, tl, L, multidim_average=md, ignore_index=ii),
                      f"multilabel_exact_match[{md},{ii}]", **TM)
 
@@ -410,20 +410,20 @@ def test_fairness_vs_torchmetrics(task):
     p = torch.rand(200, generator=g)
     t = torch.randint(0, 2, (200,), generator=g)
     groups = torch.randint(0, 4, (200,), generator=g)
-    got = run_batches(fm.binary_fairness(4, task=task), p, t, groups)
+    got = run_batches(fm.binary_fairness(num_groups=4, task=task), p, t, groups)
     want = tmf.binary_fairness(p, t, groups, task=task)
     assert got.keys() == want.keys()
     for k in want:
         assert_close(got[k], want[k], f"binary_fairness[{task}][{k}]", **TM)
-    got = run_batches(fm.binary_groups_stat_rates(4), p, t, groups)
+    got = run_batches(fm.binary_groups_stat_rates(num_groups=4), p, t, groups)
     want = tmf.binary_groups_stat_rates(p, t, groups, 4)
     for k in want:
         assert_close(got[k], want[k], f"binary_groups_stat_rates[{k}]", **TM)
     if task == "demographic_parity":
-        got = run_batches(fm.demographic_parity(4), p, groups)
+        got = run_batches(fm.demographic_parity(num_groups=4), p, groups)
         assert_close(list(got.values())[0], list(tmf.demographic_parity(p, groups).values())[0], "dp", **TM)
     if task == "equal_opportunity":
-        got = run_batches(fm.equal_opportunity(4), p, t, groups)
+        got = run_batches(fm.equal_opportunity(num_groups=4), p, t, groups)
         assert_close(list(got.values())[0], list(tmf.equal_opportunity(p, t, groups).values())[0], "eo", **TM)
 
 

@@ -141,7 +141,7 @@ def test_binary_exact_vs_sklearn(seed, logits, ignore):
     sp, sy = kept(torch.sigmoid(p) if logits else p, y)
     close(batched(fm.binary_auroc(ignore_index=ii), p, y), skm.roc_auc_score(sy, sp), "sklearn")
     for max_fpr in (0.1, 0.5):
-        close(batched(fm.binary_auroc(max_fpr, ignore_index=ii), p, y), skm.roc_auc_score(sy, sp, max_fpr=max_fpr),
+        close(batched(fm.binary_auroc(max_fpr=max_fpr, ignore_index=ii), p, y), skm.roc_auc_score(sy, sp, max_fpr=max_fpr),
               "sklearn")
     close(batched(fm.binary_average_precision(ignore_index=ii), p, y), skm.average_precision_score(sy, sp), "sklearn")
     fpr, tpr, thr = batched(fm.binary_roc(ignore_index=ii), p, y)
@@ -161,13 +161,13 @@ def test_binary_vs_torchmetrics(seed, logits, ignore):
         kw = {"thresholds": thresholds, "ignore_index": ii}
         tm = {"thresholds": thresholds, "ignore_index": ii}
         close(batched(fm.binary_auroc(**kw), p, y), tmf.binary_auroc(p, y, **tm))
-        close(batched(fm.binary_auroc(0.4, **kw), p, y), tmf.binary_auroc(p, y, max_fpr=0.4, **tm))
+        close(batched(fm.binary_auroc(max_fpr=0.4, **kw), p, y), tmf.binary_auroc(p, y, max_fpr=0.4, **tm))
         close(batched(fm.binary_average_precision(**kw), p, y), tmf.binary_average_precision(p, y, **tm))
         close(batched(fm.binary_roc(**kw), p, y), tmf.binary_roc(p, y, **tm))
         close(batched(fm.binary_precision_recall_curve(**kw), p, y), tmf.binary_precision_recall_curve(p, y, **tm))
         close(batched(fm.binary_eer(**kw), p, y), eer_oracle(*tmf.binary_roc(p, y, **tm)[:2]))
         if not isinstance(thresholds, list):  # log-AUC over an unsorted threshold list is not a curve
-            close(batched(fm.binary_logauc((0.15, 0.5), **kw), p, y),
+            close(batched(fm.binary_logauc(fpr_range=(0.15, 0.5), **kw), p, y),
                   logauc_oracle(*tmf.binary_roc(p, y, **tm)[:2], (0.15, 0.5)))
         for floor in (0.3, 0.75):
             for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
@@ -175,10 +175,10 @@ def test_binary_vs_torchmetrics(seed, logits, ignore):
                 close(batched(getattr(fm, f"binary_{kind}")(floor, **kw), p, y),
                       getattr(tmf, f"binary_{kind}")(p, y, floor, **tm))
     for norm, n_bins in itertools.product(("l1", "l2", "max"), (1, 7, 15)):
-        close(batched(fm.binary_calibration_error(n_bins, norm, ignore_index=ii), p, y),
+        close(batched(fm.binary_calibration_error(n_bins=n_bins, norm=norm, ignore_index=ii), p, y),
               tmf.binary_calibration_error(p, y, n_bins, norm, ignore_index=ii))
     for squared in (False, True):
-        close(batched(fm.binary_hinge_loss(squared, ignore_index=ii), p, y),
+        close(batched(fm.binary_hinge_loss(squared=squared, ignore_index=ii), p, y),
               tmf.binary_hinge_loss(p, y, squared, ignore_index=ii))
 
 
@@ -191,20 +191,20 @@ def test_multiclass_vs_sklearn(seed, ignore):
     ii = -1 if ignore else None
     sp, sy = p[y != -1].double().numpy(), y[y != -1].numpy()
     for average in ("macro", "weighted"):
-        close(batched(fm.multiclass_auroc(C, average, ignore_index=ii), p, y),
+        close(batched(fm.multiclass_auroc(num_classes=C, average=average, ignore_index=ii), p, y),
               skm.roc_auc_score(sy, sp, multi_class="ovr", average=average), "sklearn")
-        close(batched(fm.multiclass_average_precision(C, average, ignore_index=ii), p, y),
+        close(batched(fm.multiclass_average_precision(num_classes=C, average=average, ignore_index=ii), p, y),
               skm.average_precision_score(sy, sp, average=average), "sklearn")
     onehot = np.eye(C)[sy]
-    close(batched(fm.multiclass_auroc(C, None, ignore_index=ii), p, y),
+    close(batched(fm.multiclass_auroc(num_classes=C, average=None, ignore_index=ii), p, y),
           skm.roc_auc_score(onehot, sp, average=None), "sklearn")
-    close(batched(fm.multiclass_average_precision(C, "none", ignore_index=ii), p, y),
+    close(batched(fm.multiclass_average_precision(num_classes=C, average="none", ignore_index=ii), p, y),
           skm.average_precision_score(sy, sp, average=None), "sklearn")
-    fprs, tprs, thrs = batched(fm.multiclass_roc(C, ignore_index=ii), p, y)
+    fprs, tprs, thrs = batched(fm.multiclass_roc(num_classes=C, ignore_index=ii), p, y)
     for c in range(C):
         sfpr, stpr, sthr = skm.roc_curve(onehot[:, c], sp[:, c], drop_intermediate=False)
         close((fprs[c], tprs[c], thrs[c][1:]), (sfpr, stpr, sthr[1:]), "sklearn")
-    close(batched(fm.multiclass_hinge_loss(C, ignore_index=ii), p, y),
+    close(batched(fm.multiclass_hinge_loss(num_classes=C, ignore_index=ii), p, y),
           skm.hinge_loss(sy, sp, labels=np.arange(C)), "sklearn")
 
 
@@ -215,30 +215,30 @@ def test_multiclass_vs_torchmetrics(seed, logits, ignore):
     for thresholds in (None, 9):
         kw = {"thresholds": thresholds, "ignore_index": ii}
         for average in ("macro", "weighted", None):
-            close(batched(fm.multiclass_auroc(C, average, **kw), p, y),
+            close(batched(fm.multiclass_auroc(num_classes=C, average=average, **kw), p, y),
                   tmf.multiclass_auroc(p, y, C, average, **kw))
-            close(batched(fm.multiclass_average_precision(C, average, **kw), p, y),
+            close(batched(fm.multiclass_average_precision(num_classes=C, average=average, **kw), p, y),
                   tmf.multiclass_average_precision(p, y, C, average, **kw))
         for average in (None, "micro", "macro"):
-            close(batched(fm.multiclass_roc(C, average=average, **kw), p, y),
+            close(batched(fm.multiclass_roc(num_classes=C, average=average, **kw), p, y),
                   tmf.multiclass_roc(p, y, C, average=average, **kw))
-            close(batched(fm.multiclass_precision_recall_curve(C, average=average, **kw), p, y),
+            close(batched(fm.multiclass_precision_recall_curve(num_classes=C, average=average, **kw), p, y),
                   tmf.multiclass_precision_recall_curve(p, y, C, average=average, **kw))
-            close(batched(fm.multiclass_eer(C, average=average, **kw), p, y),
+            close(batched(fm.multiclass_eer(num_classes=C, average=average, **kw), p, y),
                   eer_oracle(*tmf.multiclass_roc(p, y, C, average=average, **kw)[:2]))
         for average in ("macro", None):
             per_class = logauc_oracle(*tmf.multiclass_roc(p, y, C, **kw)[:2], (0.01, 0.3))
-            close(batched(fm.multiclass_logauc(C, (0.01, 0.3), average, **kw), p, y),
+            close(batched(fm.multiclass_logauc(num_classes=C, fpr_range=(0.01, 0.3), average=average, **kw), p, y),
                   per_class if average is None else per_class.mean())
         for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
                      "specificity_at_sensitivity"):
             close(batched(getattr(fm, f"multiclass_{kind}")(C, 0.4, **kw), p, y),
                   getattr(tmf, f"multiclass_{kind}")(p, y, C, 0.4, **kw))
     for norm in ("l1", "l2", "max"):
-        close(batched(fm.multiclass_calibration_error(C, 10, norm, ignore_index=ii), p, y),
+        close(batched(fm.multiclass_calibration_error(num_classes=C, n_bins=10, norm=norm, ignore_index=ii), p, y),
               tmf.multiclass_calibration_error(p, y, C, 10, norm, ignore_index=ii))
     for mode, squared in itertools.product(("crammer-singer", "one-vs-all"), (False, True)):
-        close(batched(fm.multiclass_hinge_loss(C, squared, mode, ignore_index=ii), p, y),
+        close(batched(fm.multiclass_hinge_loss(num_classes=C, squared=squared, multiclass_mode=mode, ignore_index=ii), p, y),
               tmf.multiclass_hinge_loss(p, y, C, squared, mode, ignore_index=ii))
 
 
@@ -250,13 +250,13 @@ def test_multilabel_vs_sklearn(seed):
     p, y = multilabel_data(seed)
     sp, sy = p.double().numpy(), y.numpy()
     for average in ("micro", "macro", "weighted", None):
-        close(batched(fm.multilabel_auroc(L, average), p, y), skm.roc_auc_score(sy, sp, average=average), "sklearn")
-        close(batched(fm.multilabel_average_precision(L, average), p, y),
+        close(batched(fm.multilabel_auroc(num_labels=L, average=average), p, y), skm.roc_auc_score(sy, sp, average=average), "sklearn")
+        close(batched(fm.multilabel_average_precision(num_labels=L, average=average), p, y),
               skm.average_precision_score(sy, sp, average=average), "sklearn")
-    close(batched(fm.multilabel_ranking_average_precision(L), p, y),
+    close(batched(fm.multilabel_ranking_average_precision(num_labels=L), p, y),
           skm.label_ranking_average_precision_score(sy, sp), "sklearn")
-    close(batched(fm.multilabel_ranking_loss(L), p, y), skm.label_ranking_loss(sy, sp), "sklearn")
-    close(batched(fm.multilabel_coverage_error(L), p, y), skm.coverage_error(sy, sp), "sklearn")
+    close(batched(fm.multilabel_ranking_loss(num_labels=L), p, y), skm.label_ranking_loss(sy, sp), "sklearn")
+    close(batched(fm.multilabel_coverage_error(num_labels=L), p, y), skm.coverage_error(sy, sp), "sklearn")
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -275,9 +275,9 @@ def test_multilabel_ranking_with_ignore_index(seed):
         lrap.append(skm.label_ranking_average_precision_score(yk[None], pk[None]))
         loss.append(skm.label_ranking_loss(yk[None], pk[None]))
         cover.append(skm.coverage_error(yk[None], pk[None]))
-    close(batched(fm.multilabel_ranking_average_precision(L, -1), p, y), np.mean(lrap), "sklearn")
-    close(batched(fm.multilabel_ranking_loss(L, -1), p, y), np.mean(loss), "sklearn")
-    close(batched(fm.multilabel_coverage_error(L, -1), p, y), np.mean(cover), "sklearn")
+    close(batched(fm.multilabel_ranking_average_precision(num_labels=L, ignore_index=-1), p, y), np.mean(lrap), "sklearn")
+    close(batched(fm.multilabel_ranking_loss(num_labels=L, ignore_index=-1), p, y), np.mean(loss), "sklearn")
+    close(batched(fm.multilabel_coverage_error(num_labels=L, ignore_index=-1), p, y), np.mean(cover), "sklearn")
 
 
 @pytest.mark.parametrize("seed,ignore", itertools.product(SEEDS[:2], (False, True)))
@@ -287,14 +287,14 @@ def test_multilabel_vs_torchmetrics(seed, ignore):
     for thresholds in (None, 6):
         kw = {"thresholds": thresholds, "ignore_index": ii}
         for average in ("micro", "macro", "weighted", None):
-            close(batched(fm.multilabel_auroc(L, average, **kw), p, y), tmf.multilabel_auroc(p, y, L, average, **kw))
-            close(batched(fm.multilabel_average_precision(L, average, **kw), p, y),
+            close(batched(fm.multilabel_auroc(num_labels=L, average=average, **kw), p, y), tmf.multilabel_auroc(p, y, L, average, **kw))
+            close(batched(fm.multilabel_average_precision(num_labels=L, average=average, **kw), p, y),
                   tmf.multilabel_average_precision(p, y, L, average, **kw))
-        close(batched(fm.multilabel_roc(L, **kw), p, y), tmf.multilabel_roc(p, y, L, **kw))
-        close(batched(fm.multilabel_precision_recall_curve(L, **kw), p, y),
+        close(batched(fm.multilabel_roc(num_labels=L, **kw), p, y), tmf.multilabel_roc(p, y, L, **kw))
+        close(batched(fm.multilabel_precision_recall_curve(num_labels=L, **kw), p, y),
               tmf.multilabel_precision_recall_curve(p, y, L, **kw))
-        close(batched(fm.multilabel_eer(L, **kw), p, y), eer_oracle(*tmf.multilabel_roc(p, y, L, **kw)[:2]))
-        close(batched(fm.multilabel_logauc(L, (0.15, 0.5), None, **kw), p, y),
+        close(batched(fm.multilabel_eer(num_labels=L, **kw), p, y), eer_oracle(*tmf.multilabel_roc(p, y, L, **kw)[:2]))
+        close(batched(fm.multilabel_logauc(num_labels=L, fpr_range=(0.15, 0.5), average=None, **kw), p, y),
               logauc_oracle(*tmf.multilabel_roc(p, y, L, **kw)[:2], (0.15, 0.5)))
         for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
                      "specificity_at_sensitivity"):
@@ -306,18 +306,18 @@ def test_facades_match_task_factories():
     p, y = multiclass_data(0)
     pb, yb = binary_data(0)
     pl, yl = multilabel_data(0)
-    close(fm.auroc("multiclass", num_classes=C, average="weighted")(p, y), fm.multiclass_auroc(C, "weighted")(p, y))
-    close(fm.average_precision("binary", thresholds=5)(pb, yb), fm.binary_average_precision(5)(pb, yb))
-    close(fm.roc("multilabel", num_labels=L)(pl, yl), fm.multilabel_roc(L)(pl, yl))
-    close(fm.precision_recall_curve("binary")(pb, yb), fm.binary_precision_recall_curve()(pb, yb))
-    close(fm.eer("multiclass", num_classes=C, average="macro")(p, y), fm.multiclass_eer(C, average="macro")(p, y))
-    close(fm.logauc("multiclass", num_classes=C)(p, y), fm.multiclass_logauc(C, average=None)(p, y))
-    close(fm.calibration_error("multiclass", num_classes=C)(p, y), fm.multiclass_calibration_error(C)(p, y))
-    close(fm.hinge_loss("multiclass", num_classes=C, multiclass_mode="one-vs-all")(p, y),
-          fm.multiclass_hinge_loss(C, multiclass_mode="one-vs-all")(p, y))
-    close(fm.recall_at_fixed_precision("binary", 0.5)(pb, yb), fm.binary_recall_at_fixed_precision(0.5)(pb, yb))
-    close(fm.specificity_at_sensitivity("multilabel", 0.5, num_labels=L)(pl, yl),
-          fm.multilabel_specificity_at_sensitivity(L, 0.5)(pl, yl))
+    close(fm.auroc(task="multiclass", num_classes=C, average="weighted")(p, y), fm.multiclass_auroc(num_classes=C, average="weighted")(p, y))
+    close(fm.average_precision(task="binary", thresholds=5)(pb, yb), fm.binary_average_precision(thresholds=5)(pb, yb))
+    close(fm.roc(task="multilabel", num_labels=L)(pl, yl), fm.multilabel_roc(num_labels=L)(pl, yl))
+    close(fm.precision_recall_curve(task="binary")(pb, yb), fm.binary_precision_recall_curve()(pb, yb))
+    close(fm.eer(task="multiclass", num_classes=C, average="macro")(p, y), fm.multiclass_eer(num_classes=C, average="macro")(p, y))
+    close(fm.logauc(task="multiclass", num_classes=C)(p, y), fm.multiclass_logauc(num_classes=C, average=None)(p, y))
+    close(fm.calibration_error(task="multiclass", num_classes=C)(p, y), fm.multiclass_calibration_error(num_classes=C)(p, y))
+    close(fm.hinge_loss(task="multiclass", num_classes=C, multiclass_mode="one-vs-all")(p, y),
+          fm.multiclass_hinge_loss(num_classes=C, multiclass_mode="one-vs-all")(p, y))
+    close(fm.recall_at_fixed_precision(task="binary", min_precision=0.5)(pb, yb), fm.binary_recall_at_fixed_precision(min_precision=0.5)(pb, yb))
+    close(fm.specificity_at_sensitivity(task="multilabel", min_sensitivity=0.5, num_labels=L)(pl, yl),
+          fm.multilabel_specificity_at_sensitivity(num_labels=L, min_sensitivity=0.5)(pl, yl))
 
 
 # ---------------------------------------------------------------------- nasty cases
@@ -331,10 +331,10 @@ def test_all_tied_scores():
     close(fm.binary_eer()(p, y), eer_oracle(*tmf.binary_roc(p, y)[:2]))
     pl = torch.full((10, L), 0.5)
     yl = (torch.arange(10 * L).reshape(10, L) % 3 == 0).long()
-    close(fm.multilabel_ranking_average_precision(L)(pl, yl),
+    close(fm.multilabel_ranking_average_precision(num_labels=L)(pl, yl),
           skm.label_ranking_average_precision_score(yl.numpy(), pl.numpy()), "sklearn")
-    close(fm.multilabel_ranking_loss(L)(pl, yl), skm.label_ranking_loss(yl.numpy(), pl.numpy()), "sklearn")
-    close(fm.multilabel_coverage_error(L)(pl, yl), skm.coverage_error(yl.numpy(), pl.numpy()), "sklearn")
+    close(fm.multilabel_ranking_loss(num_labels=L)(pl, yl), skm.label_ranking_loss(yl.numpy(), pl.numpy()), "sklearn")
+    close(fm.multilabel_coverage_error(num_labels=L)(pl, yl), skm.coverage_error(yl.numpy(), pl.numpy()), "sklearn")
 
 
 @pytest.mark.parametrize("thresholds", [None, 5])
@@ -357,9 +357,9 @@ def test_single_sample():
     close(quiet(fm.binary_precision_recall_curve(), p, y), quiet(tmf.binary_precision_recall_curve, p, y))
     close(fm.binary_calibration_error()(p, y), tmf.binary_calibration_error(p, y))
     pm, ym = torch.tensor([[0.1, 0.6, 0.3]]), torch.tensor([1])
-    close(quiet(fm.multiclass_auroc(3, None), pm, ym), quiet(tmf.multiclass_auroc, pm, ym, 3, None))
+    close(quiet(fm.multiclass_auroc(num_classes=3, average=None), pm, ym), quiet(tmf.multiclass_auroc, pm, ym, 3, None))
     pl, yl = torch.tensor([[0.2, 0.9, 0.4]]), torch.tensor([[0, 1, 1]])
-    close(fm.multilabel_ranking_loss(3)(pl, yl), skm.label_ranking_loss(yl.numpy(), pl.numpy()), "sklearn")
+    close(fm.multilabel_ranking_loss(num_labels=3)(pl, yl), skm.label_ranking_loss(yl.numpy(), pl.numpy()), "sklearn")
 
 
 @pytest.mark.parametrize("thresholds", [None, 7])
@@ -367,9 +367,9 @@ def test_class_absent_from_all_data(thresholds):
     p, y = multiclass_data(3)
     y = torch.where(y == 2, 0, y)  # class 2 never occurs
     for average in ("macro", "weighted", None):
-        close(quiet(fm.multiclass_auroc(C, average, thresholds), p, y),
+        close(quiet(fm.multiclass_auroc(num_classes=C, average=average, thresholds=thresholds), p, y),
               quiet(tmf.multiclass_auroc, p, y, C, average, thresholds))
-        close(quiet(fm.multiclass_average_precision(C, average, thresholds), p, y),
+        close(quiet(fm.multiclass_average_precision(num_classes=C, average=average, thresholds=thresholds), p, y),
               quiet(tmf.multiclass_average_precision, p, y, C, average, thresholds))
 
 
@@ -379,7 +379,7 @@ def test_batch_entirely_ignored_changes_nothing():
     s = m.update(m.init(), p, y)
     s2 = m.update(s, torch.rand(9), torch.full((9,), -1))
     close(m.finalize(s2), m.finalize(s))
-    mc = fm.multiclass_average_precision(C, thresholds=5, ignore_index=-1)
+    mc = fm.multiclass_average_precision(num_classes=C, thresholds=5, ignore_index=-1)
     pm, ym = multiclass_data(4)
     s = mc.update(mc.init(), pm, ym)
     torch.testing.assert_close(mc.update(s, pm[:6], torch.full((6,), -1)).hist, s.hist)
@@ -390,8 +390,8 @@ def test_extra_dimensions_are_flattened():
     p, y = torch.rand(20, 3, generator=g), torch.randint(0, 2, (20, 3), generator=g)
     close(fm.binary_auroc()(p, y), skm.roc_auc_score(y.reshape(-1).numpy(), p.reshape(-1).numpy()), "sklearn")
     pm, ym = torch.randn(20, C, 3, generator=g).softmax(1), torch.randint(0, C, (20, 3), generator=g)
-    close(fm.multiclass_auroc(C)(pm, ym), tmf.multiclass_auroc(pm, ym, C))
-    close(fm.multiclass_calibration_error(C)(pm, ym), tmf.multiclass_calibration_error(pm, ym, C))
+    close(fm.multiclass_auroc(num_classes=C)(pm, ym), tmf.multiclass_auroc(pm, ym, C))
+    close(fm.multiclass_calibration_error(num_classes=C)(pm, ym), tmf.multiclass_calibration_error(pm, ym, C))
 
 
 def test_float_and_column_targets():
@@ -407,18 +407,18 @@ def test_logits_and_extra_dimensions_with_ignore_index(thresholds):
     pl, yl = torch.randn(40, L, 3, generator=g) * 3, torch.randint(-1, 2, (40, L, 3), generator=g)
     kw = {"thresholds": thresholds, "ignore_index": -1}
     for average in ("micro", "macro", None):
-        close(batched(fm.multilabel_auroc(L, average, **kw), pl, yl), tmf.multilabel_auroc(pl, yl, L, average, **kw))
-        close(batched(fm.multilabel_average_precision(L, average, **kw), pl, yl),
+        close(batched(fm.multilabel_auroc(num_labels=L, average=average, **kw), pl, yl), tmf.multilabel_auroc(pl, yl, L, average, **kw))
+        close(batched(fm.multilabel_average_precision(num_labels=L, average=average, **kw), pl, yl),
               tmf.multilabel_average_precision(pl, yl, L, average, **kw))
-    close(batched(fm.multilabel_roc(L, **kw), pl, yl), tmf.multilabel_roc(pl, yl, L, **kw))
+    close(batched(fm.multilabel_roc(num_labels=L, **kw), pl, yl), tmf.multilabel_roc(pl, yl, L, **kw))
     pm, ym = torch.randn(40, C, 3, generator=g) * 3, torch.randint(-1, C, (40, 3), generator=g)
     for average in ("macro", "weighted", None):
-        close(batched(fm.multiclass_auroc(C, average, **kw), pm, ym), tmf.multiclass_auroc(pm, ym, C, average, **kw))
-        close(batched(fm.multiclass_average_precision(C, average, **kw), pm, ym),
+        close(batched(fm.multiclass_auroc(num_classes=C, average=average, **kw), pm, ym), tmf.multiclass_auroc(pm, ym, C, average, **kw))
+        close(batched(fm.multiclass_average_precision(num_classes=C, average=average, **kw), pm, ym),
               tmf.multiclass_average_precision(pm, ym, C, average, **kw))
-    close(batched(fm.multiclass_calibration_error(C, ignore_index=-1), pm, ym),
+    close(batched(fm.multiclass_calibration_error(num_classes=C, ignore_index=-1), pm, ym),
           tmf.multiclass_calibration_error(pm, ym, C, ignore_index=-1))
-    close(batched(fm.multiclass_hinge_loss(C, ignore_index=-1), pm, ym),
+    close(batched(fm.multiclass_hinge_loss(num_classes=C, ignore_index=-1), pm, ym),
           tmf.multiclass_hinge_loss(pm, ym, C, ignore_index=-1))
 
 
@@ -442,7 +442,7 @@ def test_exact_state_mixes_logit_and_probability_batches(ignore):
     close(quiet(roc.finalize, s), tmf.binary_roc(torch.cat([logits.sigmoid(), probs[keep]]), torch.cat([yl, yp[keep]])))
     pl, tl = torch.randn(20, L, generator=g) * 3, torch.randint(0, 2, (20, L), generator=g)
     pp, tp = torch.rand(15, L, generator=g), torch.randint(0, 2, (15, L), generator=g)
-    ml = fm.multilabel_auroc(L, None)
+    ml = fm.multilabel_auroc(num_labels=L, average=None)
     s = ml.update(ml.update(ml.init(), pl, tl), pp, tp)
     want = [skm.roc_auc_score(torch.cat([tl, tp])[:, k].numpy(), torch.cat([pl.sigmoid(), pp])[:, k].double().numpy())
             for k in range(L)]

@@ -19,11 +19,11 @@ def run(metric, data):
 
 def test_collection_of_five_runs_one_update_per_batch():
     members = {
-        "acc": fm.multiclass_accuracy(5, average="micro"),
-        "precision": fm.multiclass_precision(5),
-        "recall": fm.multiclass_recall(5, average="weighted"),
-        "f1": fm.multiclass_f1_score(5, average=None),
-        "specificity": fm.multiclass_specificity(5),
+        "acc": fm.multiclass_accuracy(num_classes=5, average="micro"),
+        "precision": fm.multiclass_precision(num_classes=5),
+        "recall": fm.multiclass_recall(num_classes=5, average="weighted"),
+        "f1": fm.multiclass_f1_score(num_classes=5, average=None),
+        "specificity": fm.multiclass_specificity(num_classes=5),
     }
     assert len({m.state_key for m in members.values()}) == 1
     wrapped, calls = counting(members)
@@ -58,9 +58,9 @@ def test_binary_family_and_confusion_matrix_share_the_stat_scores_state():
 
 def test_multiclass_confusion_matrix_family_shares_one_state():
     members = {
-        "confmat": fm.multiclass_confusion_matrix(5),
-        "mcc": fm.multiclass_matthews_corrcoef(5),
-        "kappa": fm.multiclass_cohen_kappa(5, weights="quadratic"),
+        "confmat": fm.multiclass_confusion_matrix(num_classes=5),
+        "mcc": fm.multiclass_matthews_corrcoef(num_classes=5),
+        "kappa": fm.multiclass_cohen_kappa(num_classes=5, weights="quadratic"),
     }
     wrapped, calls = counting(members)
     data = batches(2, n=3)
@@ -76,25 +76,25 @@ def test_configurations_that_change_the_state_do_not_share():
         fm.binary_accuracy(threshold=0.3).state_key,
         fm.binary_accuracy(ignore_index=-1).state_key,
         fm.binary_accuracy(multidim_average="samplewise").state_key,
-        fm.multiclass_accuracy(5).state_key,
-        fm.multiclass_accuracy(5, top_k=2).state_key,
-        fm.multiclass_accuracy(6).state_key,
-        fm.multilabel_accuracy(5).state_key,
-        fm.multiclass_confusion_matrix(5).state_key,
-        fm.multiclass_exact_match(5).state_key,
+        fm.multiclass_accuracy(num_classes=5).state_key,
+        fm.multiclass_accuracy(num_classes=5, top_k=2).state_key,
+        fm.multiclass_accuracy(num_classes=6).state_key,
+        fm.multilabel_accuracy(num_labels=5).state_key,
+        fm.multiclass_confusion_matrix(num_classes=5).state_key,
+        fm.multiclass_exact_match(num_classes=5).state_key,
     }
     assert len(keys) == 10
     # average, zero_division and beta only change finalize
-    assert fm.multiclass_precision(5, average="micro", zero_division=1).state_key == \
-        fm.multiclass_fbeta_score(0.5, 5, average="none").state_key
+    assert fm.multiclass_precision(num_classes=5, average="micro", zero_division=1).state_key == \
+        fm.multiclass_fbeta_score(beta=0.5, num_classes=5, average="none").state_key
 
 
 def test_mixed_collection_groups_by_state():
     members = {
-        "acc": fm.multiclass_accuracy(5),
-        "f1": fm.multiclass_f1_score(5),
-        "top2": fm.multiclass_accuracy(5, top_k=2),
-        "mcc": fm.multiclass_matthews_corrcoef(5),
+        "acc": fm.multiclass_accuracy(num_classes=5),
+        "f1": fm.multiclass_f1_score(num_classes=5),
+        "top2": fm.multiclass_accuracy(num_classes=5, top_k=2),
+        "mcc": fm.multiclass_matthews_corrcoef(num_classes=5),
     }
     wrapped, calls = counting(members)
     run(fm.collection(wrapped), batches(3, n=2))

@@ -38,7 +38,7 @@ def test_scores_do_not_warn_and_multilabel_hard_warns():
         warnings.simplefilter("error")
         fm.binary_auroc()(torch.tensor([0.2, 0.9, 0.5]), torch.tensor([0, 1, 1]))
     with pytest.warns(UserWarning, match="hard labels"):
-        fm.multilabel_auroc(2, thresholds=5)(torch.tensor([[0., 1.], [1., 0.]]), torch.tensor([[0, 1], [1, 1]]))
+        fm.multilabel_auroc(num_labels=2, thresholds=5)(torch.tensor([[0., 1.], [1., 0.]]), torch.tensor([[0, 1], [1, 1]]))
 
 
 # ---------------------------------------------------------------------- value rules (counted, raised in finalize)
@@ -51,7 +51,7 @@ def test_out_of_range_labels_raise_at_finalize_with_count(thresholds):
     assert int(s.invalid[0]) == 2
     with pytest.raises(ValueError, match="binary_auroc: 2 input entries broke the rule: target values"):
         m.finalize(s)
-    mc = fm.multiclass_roc(3, thresholds=thresholds, ignore_index=-1)
+    mc = fm.multiclass_roc(num_classes=3, thresholds=thresholds, ignore_index=-1)
     s = mc.update(mc.init(), torch.rand(4, 3).softmax(1), torch.tensor([0, -1, 3, 2]))
     with pytest.raises(ValueError, match="1 input entry broke the rule"):
         mc.finalize(s)
@@ -78,22 +78,22 @@ def test_nan_scores_are_dropped_and_reported():
     (lambda: fm.binary_roc(thresholds=[0.2, 1.5]), "thresholds"),
     (lambda: fm.binary_roc(thresholds=torch.ones(2, 2)), "thresholds"),
     (lambda: fm.binary_auroc(max_fpr=0.0), "max_fpr"),
-    (lambda: fm.multiclass_auroc(3, average="micro"), "average"),
-    (lambda: fm.multiclass_roc(3, average="weighted"), "average"),
-    (lambda: fm.multilabel_auroc(1), "num_labels"),
-    (lambda: fm.auroc("multiclass"), "num_classes"),
-    (lambda: fm.auroc("multiclasss", num_classes=3), "task"),
-    (lambda: fm.binary_recall_at_fixed_precision(1.5), "min_precision"),
-    (lambda: fm.multilabel_specificity_at_sensitivity(3, -0.1), "min_sensitivity"),
+    (lambda: fm.multiclass_auroc(num_classes=3, average="micro"), "average"),
+    (lambda: fm.multiclass_roc(num_classes=3, average="weighted"), "average"),
+    (lambda: fm.multilabel_auroc(num_labels=1), "num_labels"),
+    (lambda: fm.auroc(task="multiclass"), "num_classes"),
+    (lambda: fm.auroc(task="multiclasss", num_classes=3), "task"),
+    (lambda: fm.binary_recall_at_fixed_precision(min_precision=1.5), "min_precision"),
+    (lambda: fm.multilabel_specificity_at_sensitivity(num_labels=3, min_sensitivity=-0.1), "min_sensitivity"),
     (lambda: fm.binary_logauc(fpr_range=(0.5, 0.1)), "fpr_range"),
-    (lambda: fm.multiclass_logauc(3, average="weighted"), "average"),
+    (lambda: fm.multiclass_logauc(num_classes=3, average="weighted"), "average"),
     (lambda: fm.binary_calibration_error(n_bins=0), "n_bins"),
     (lambda: fm.binary_calibration_error(norm="l3"), "norm"),
-    (lambda: fm.calibration_error("multilabel"), "task"),
-    (lambda: fm.multiclass_hinge_loss(3, multiclass_mode="ovr"), "multiclass_mode"),
+    (lambda: fm.calibration_error(task="multilabel"), "task"),
+    (lambda: fm.multiclass_hinge_loss(num_classes=3, multiclass_mode="ovr"), "multiclass_mode"),
     (lambda: fm.binary_hinge_loss(squared=1), "squared"),
     (lambda: fm.binary_eer(ignore_index=0.5), "ignore_index"),
-    (lambda: fm.multilabel_coverage_error(None), "num_labels"),
+    (lambda: fm.multilabel_coverage_error(num_labels=None), "num_labels"),
 ])
 def test_bad_config_raises_naming_the_argument(make, arg):
     with pytest.raises(ValueError, match=f"`{arg}`"):
@@ -102,11 +102,11 @@ def test_bad_config_raises_naming_the_argument(make, arg):
 
 @pytest.mark.parametrize("metric,preds,target,arg", [
     (fm.binary_auroc(), torch.rand(4), torch.randint(0, 2, (5,)), "target"),
-    (fm.multiclass_auroc(3), torch.rand(4, 5), torch.randint(0, 3, (4,)), "num_classes"),
-    (fm.multiclass_roc(3, thresholds=5), torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)), "preds"),
-    (fm.multilabel_average_precision(3), torch.rand(4, 2), torch.randint(0, 2, (4, 2)), "preds"),
-    (fm.multiclass_calibration_error(3), torch.rand(4, 4), torch.randint(0, 3, (4,)), "num_classes"),
-    (fm.multilabel_ranking_loss(3), torch.rand(4, 3), torch.randint(0, 2, (4, 2)), "target"),
+    (fm.multiclass_auroc(num_classes=3), torch.rand(4, 5), torch.randint(0, 3, (4,)), "num_classes"),
+    (fm.multiclass_roc(num_classes=3, thresholds=5), torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)), "preds"),
+    (fm.multilabel_average_precision(num_labels=3), torch.rand(4, 2), torch.randint(0, 2, (4, 2)), "preds"),
+    (fm.multiclass_calibration_error(num_classes=3), torch.rand(4, 4), torch.randint(0, 3, (4,)), "num_classes"),
+    (fm.multilabel_ranking_loss(num_labels=3), torch.rand(4, 3), torch.randint(0, 2, (4, 2)), "target"),
 ])
 def test_bad_shapes_raise_eagerly_and_keep_the_state(metric, preds, target, arg):
     good = metric.init()
@@ -137,7 +137,7 @@ def test_curve_metrics_over_one_configuration_share_one_update(thresholds):
         "ap": fm.binary_average_precision(**kw),
         "roc": fm.binary_roc(**kw),
         "eer": fm.binary_eer(**kw),
-        "rec@p": fm.binary_recall_at_fixed_precision(0.6, **kw),
+        "rec@p": fm.binary_recall_at_fixed_precision(min_precision=0.6, **kw),
     }
     assert len({m.state_key for m in members.values()}) == 1
     wrapped, calls = counting(members)
@@ -151,8 +151,8 @@ def test_curve_metrics_over_one_configuration_share_one_update(thresholds):
 
 
 def test_ranking_metrics_share_one_update():
-    members = {"lrap": fm.multilabel_ranking_average_precision(4), "loss": fm.multilabel_ranking_loss(4),
-               "coverage": fm.multilabel_coverage_error(4)}
+    members = {"lrap": fm.multilabel_ranking_average_precision(num_labels=4), "loss": fm.multilabel_ranking_loss(num_labels=4),
+               "coverage": fm.multilabel_coverage_error(num_labels=4)}
     wrapped, calls = counting(members)
     col = fm.collection(wrapped)
     g = torch.Generator().manual_seed(2)

@@ -12,7 +12,7 @@ from fmetrics.classification import _format
 
 
 def test_out_of_range_target_labels_raise_at_finalize_with_the_count():
-    m = fm.multiclass_accuracy(3)
+    m = fm.multiclass_accuracy(num_classes=3)
     s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 7, -2, 1]))  # no raise here
     with pytest.raises(ValueError, match=r"multiclass_accuracy: 2 input entries broke the rule: target"):
         m.finalize(s)
@@ -23,10 +23,10 @@ def test_out_of_range_target_labels_raise_at_finalize_with_the_count():
     (fm.binary_f1_score(), torch.tensor([3, 1]), torch.tensor([0, 1]), "integer preds"),
     (fm.binary_f1_score(), torch.tensor([0.5, float("nan")]), torch.tensor([0, 1]), "NaN"),
     (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([0.5, 1.0]), "target"),
-    (fm.multiclass_precision(3), torch.tensor([5, 1]), torch.tensor([0, 1]), "integer preds"),
-    (fm.multiclass_confusion_matrix(3), torch.tensor([[0.1, float("nan"), 0.2]]), torch.tensor([0]), "NaN"),
-    (fm.multilabel_recall(2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target"),
-    (fm.multiclass_exact_match(3), torch.tensor([0, 1]), torch.tensor([0, 3]), "target"),
+    (fm.multiclass_precision(num_classes=3), torch.tensor([5, 1]), torch.tensor([0, 1]), "integer preds"),
+    (fm.multiclass_confusion_matrix(num_classes=3), torch.tensor([[0.1, float("nan"), 0.2]]), torch.tensor([0]), "NaN"),
+    (fm.multilabel_recall(num_labels=2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target"),
+    (fm.multiclass_exact_match(num_classes=3), torch.tensor([0, 1]), torch.tensor([0, 3]), "target"),
 ])
 def test_value_rules_raise_in_finalize(metric, preds, target, rule):
     s = metric.update(metric.init(), preds, target)
@@ -35,7 +35,7 @@ def test_value_rules_raise_in_finalize(metric, preds, target, rule):
 
 
 def test_invalid_entries_are_dropped_and_valid_ones_kept():
-    m = fm.multiclass_stat_scores(3, average="micro")
+    m = fm.multiclass_stat_scores(num_classes=3, average="micro")
     s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
     assert s.invalid.tolist() == [1, 0, 0]
     hits, entries = s.counts[6:9], s.counts[9]  # raw layout: [targets | predictions | hits | entries]
@@ -43,7 +43,7 @@ def test_invalid_entries_are_dropped_and_valid_ones_kept():
 
 
 def test_bad_group_ids_raise_at_finalize():
-    m = fm.binary_fairness(2)
+    m = fm.binary_fairness(num_groups=2)
     s = m.update(m.init(), torch.tensor([0.9, 0.1]), torch.tensor([1, 0]), torch.tensor([0, 5]))
     with pytest.raises(ValueError, match="1 input entry broke the rule: groups"):
         m.finalize(s)
@@ -53,32 +53,32 @@ def test_bad_group_ids_raise_at_finalize():
 
 
 def test_num_classes_smaller_than_logits_width_raises_at_once():
-    m = fm.multiclass_accuracy(3)
+    m = fm.multiclass_accuracy(num_classes=3)
     with pytest.raises(ValueError, match=r"multiclass_accuracy: argument `num_classes` expected the width of preds' class axis 4, got 3"):
         m.update(m.init(), torch.randn(5, 4), torch.randint(0, 3, (5,)))
 
 
 @pytest.mark.parametrize("make,arg", [
-    (lambda: fm.multiclass_accuracy(5, average="mean"), "average"),
-    (lambda: fm.multilabel_f1_score(3, average="samples"), "average"),
+    (lambda: fm.multiclass_accuracy(num_classes=5, average="mean"), "average"),
+    (lambda: fm.multilabel_f1_score(num_labels=3, average="samples"), "average"),
     (lambda: fm.binary_accuracy(threshold=1.5), "threshold"),
     (lambda: fm.binary_accuracy(multidim_average="per_sample"), "multidim_average"),
-    (lambda: fm.multiclass_accuracy(5, top_k=6), "top_k"),
-    (lambda: fm.multiclass_accuracy(5, top_k=0), "top_k"),
-    (lambda: fm.multiclass_accuracy(1), "num_classes"),
-    (lambda: fm.multilabel_accuracy(None), "num_labels"),
+    (lambda: fm.multiclass_accuracy(num_classes=5, top_k=6), "top_k"),
+    (lambda: fm.multiclass_accuracy(num_classes=5, top_k=0), "top_k"),
+    (lambda: fm.multiclass_accuracy(num_classes=1), "num_classes"),
+    (lambda: fm.multilabel_accuracy(num_labels=None), "num_labels"),
     (lambda: fm.binary_precision(zero_division=0.5), "zero_division"),
     (lambda: fm.binary_fbeta_score(beta=0.0), "beta"),
     (lambda: fm.binary_confusion_matrix(normalize="rows"), "normalize"),
-    (lambda: fm.multiclass_cohen_kappa(3, weights="cubic"), "weights"),
+    (lambda: fm.multiclass_cohen_kappa(num_classes=3, weights="cubic"), "weights"),
     (lambda: fm.binary_accuracy(ignore_index=0.5), "ignore_index"),
     (lambda: fm.accuracy(task="multiclass"), "num_classes"),
     (lambda: fm.accuracy(task="multilabel"), "num_labels"),
     (lambda: fm.accuracy(task="regression"), "task"),
     (lambda: fm.cohen_kappa(task="multilabel"), "task"),
     (lambda: fm.exact_match(task="binary"), "task"),
-    (lambda: fm.binary_fairness(2, task="parity"), "task"),
-    (lambda: fm.binary_groups_stat_rates(0), "num_groups"),
+    (lambda: fm.binary_fairness(num_groups=2, task="parity"), "task"),
+    (lambda: fm.binary_groups_stat_rates(num_groups=0), "num_groups"),
 ])
 def test_bad_configuration_raises_value_error_naming_metric_and_argument(make, arg):
     with pytest.raises(ValueError, match=rf"argument `{arg}` expected"):
@@ -88,11 +88,11 @@ def test_bad_configuration_raises_value_error_naming_metric_and_argument(make, a
 @pytest.mark.parametrize("metric,preds,target,arg", [
     (fm.binary_accuracy(), torch.rand(4), torch.randint(0, 2, (5,)), "target"),
     (fm.binary_accuracy(), torch.rand(4, 2), torch.randint(0, 2, (4, 3)), "target"),
-    (fm.multilabel_accuracy(3), torch.rand(4, 2), torch.randint(0, 2, (4, 2)), "preds"),
-    (fm.multilabel_accuracy(3), torch.rand(4, 3), torch.randint(0, 2, (4, 2)), "target"),
-    (fm.multiclass_accuracy(3), torch.rand(4, 3, 2), torch.randint(0, 3, (4, 5)), "target"),
-    (fm.multiclass_accuracy(3), torch.randint(0, 3, (4,)), torch.randint(0, 3, (5,)), "preds"),
-    (fm.multiclass_accuracy(3, top_k=2), torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)), "preds"),
+    (fm.multilabel_accuracy(num_labels=3), torch.rand(4, 2), torch.randint(0, 2, (4, 2)), "preds"),
+    (fm.multilabel_accuracy(num_labels=3), torch.rand(4, 3), torch.randint(0, 2, (4, 2)), "target"),
+    (fm.multiclass_accuracy(num_classes=3), torch.rand(4, 3, 2), torch.randint(0, 3, (4, 5)), "target"),
+    (fm.multiclass_accuracy(num_classes=3), torch.randint(0, 3, (4,)), torch.randint(0, 3, (5,)), "preds"),
+    (fm.multiclass_accuracy(num_classes=3, top_k=2), torch.randint(0, 3, (4,)), torch.randint(0, 3, (4,)), "preds"),
     (fm.binary_accuracy(multidim_average="samplewise"), torch.rand(4), torch.randint(0, 2, (4,)), "preds"),
     (fm.binary_accuracy(), torch.rand(4).to(torch.complex64), torch.randint(0, 2, (4,)), "preds"),
     (fm.binary_accuracy(), [0.1, 0.9], torch.randint(0, 2, (2,)), "preds"),
@@ -104,7 +104,7 @@ def test_bad_inputs_raise_value_error_naming_metric_and_argument(metric, preds, 
 
 
 def test_a_rejected_batch_loses_nothing_already_accumulated():
-    m = fm.multiclass_f1_score(3)
+    m = fm.multiclass_f1_score(num_classes=3)
     p, t = torch.randn(10, 3), torch.randint(0, 3, (10,))
     s = m.update(m.init(), p, t)
     before = m.finalize(s)
@@ -144,7 +144,7 @@ def test_multiclass_target_column_and_extra_dims():
     g = torch.Generator().manual_seed(1)
     p = torch.randn(30, 4, generator=g)
     t = torch.randint(0, 4, (30,), generator=g)
-    m = fm.multiclass_accuracy(4, average="micro")
+    m = fm.multiclass_accuracy(num_classes=4, average="micro")
     torch.testing.assert_close(m(p, t.unsqueeze(1)), m(p, t))
     p3 = torch.randn(6, 4, 5, generator=g)
     t3 = torch.randint(0, 4, (6, 5), generator=g)
@@ -157,7 +157,7 @@ def test_multiclass_target_column_and_extra_dims():
 def test_tied_scores_take_the_first_class_like_argmax():
     p = torch.tensor([[0.3, 0.3, 0.1], [0.2, 0.4, 0.4], [0.5, 0.5, 0.5]])
     t = torch.tensor([1, 2, 0])
-    got = fm.multiclass_confusion_matrix(3)(p, t)
+    got = fm.multiclass_confusion_matrix(num_classes=3)(p, t)
     assert got.tolist() == skm.confusion_matrix(t.numpy(), np.argmax(p.numpy(), 1), labels=[0, 1, 2]).tolist()
     # a probability exactly at the threshold is negative (strict >), as in torchmetrics
     assert fm.binary_stat_scores(threshold=0.5)(torch.tensor([0.5]), torch.tensor([1])).tolist() == [0, 0, 0, 1, 1]
@@ -190,9 +190,9 @@ def test_all_negative_binary_targets(zero_division):
 
 def test_single_sample():
     p, t = torch.tensor([[0.1, 0.7, 0.2]]), torch.tensor([1])
-    assert float(fm.multiclass_accuracy(3)(p, t)) == 1.0
-    assert float(fm.multiclass_f1_score(3, average="micro")(p, t)) == 1.0
-    assert fm.multiclass_confusion_matrix(3)(p, t).sum() == 1
+    assert float(fm.multiclass_accuracy(num_classes=3)(p, t)) == 1.0
+    assert float(fm.multiclass_f1_score(num_classes=3, average="micro")(p, t)) == 1.0
+    assert fm.multiclass_confusion_matrix(num_classes=3)(p, t).sum() == 1
     assert float(fm.binary_accuracy()(torch.tensor([0.8]), torch.tensor([0]))) == 0.0
 
 
@@ -200,8 +200,8 @@ def test_batch_entirely_ignore_index_changes_nothing():
     g = torch.Generator().manual_seed(3)
     p = torch.randn(20, 4, generator=g)
     # (exact match is the exception: as in torchmetrics, ignored positions count as matched)
-    for m in (fm.multiclass_f1_score(4, ignore_index=-1), fm.multiclass_confusion_matrix(4, ignore_index=-1),
-              fm.multilabel_precision(4, ignore_index=-1)):
+    for m in (fm.multiclass_f1_score(num_classes=4, ignore_index=-1), fm.multiclass_confusion_matrix(num_classes=4, ignore_index=-1),
+              fm.multilabel_precision(num_labels=4, ignore_index=-1)):
         t = torch.randint(0, 2, (20, 4), generator=g) if m.name.startswith("multilabel") else \
             torch.randint(0, 4, (20,), generator=g)
         s = m.update(m.init(), p, t)
@@ -214,7 +214,7 @@ def test_batch_entirely_ignore_index_changes_nothing():
 
 
 def test_empty_batch_and_no_data():
-    m = fm.multiclass_accuracy(3)
+    m = fm.multiclass_accuracy(num_classes=3)
     s = m.update(m.init(), torch.zeros(0, 3), torch.zeros(0, dtype=torch.long))
     assert int(s.counts.sum()) == 0
     assert float(m.finalize(s)) == 0.0
@@ -238,14 +238,14 @@ def test_validate_args_false_gives_the_same_values_on_valid_input():
     g = torch.Generator().manual_seed(5)
     p, t = torch.randn(60, 4, 3, generator=g), torch.randint(0, 4, (60, 3), generator=g)
     t = torch.where(torch.rand(t.shape, generator=g) < 0.1, -1, t)
-    for make in (lambda v: fm.multiclass_f1_score(4, ignore_index=-1, validate_args=v),
-                 lambda v: fm.multiclass_accuracy(4, top_k=2, multidim_average="samplewise", ignore_index=-1,
+    for make in (lambda v: fm.multiclass_f1_score(num_classes=4, ignore_index=-1, validate_args=v),
+                 lambda v: fm.multiclass_accuracy(num_classes=4, top_k=2, multidim_average="samplewise", ignore_index=-1,
                                                   validate_args=v),
-                 lambda v: fm.multiclass_confusion_matrix(4, ignore_index=-1, validate_args=v),
-                 lambda v: fm.multiclass_exact_match(4, ignore_index=-1, validate_args=v)):
+                 lambda v: fm.multiclass_confusion_matrix(num_classes=4, ignore_index=-1, validate_args=v),
+                 lambda v: fm.multiclass_exact_match(num_classes=4, ignore_index=-1, validate_args=v)):
         torch.testing.assert_close(make(False)(p, t), make(True)(p, t))
     pl, tl = torch.rand(60, 4, generator=g), torch.randint(0, 2, (60, 4), generator=g)
-    torch.testing.assert_close(fm.multilabel_recall(4, validate_args=False)(pl, tl), fm.multilabel_recall(4)(pl, tl))
+    torch.testing.assert_close(fm.multilabel_recall(num_labels=4, validate_args=False)(pl, tl), fm.multilabel_recall(num_labels=4)(pl, tl))
     torch.testing.assert_close(fm.binary_precision(validate_args=False)(pl[:, 0], tl[:, 0]),
                                fm.binary_precision()(pl[:, 0], tl[:, 0]))
 
@@ -292,7 +292,7 @@ def test_the_vectorized_argmax_path_obeys_the_transform_laws():
     g = torch.Generator().manual_seed(7)
     batches = [(torch.randn(n, 20, generator=g), torch.randint(0, 20, (n,), generator=g)) for n in (1700, 1800)]
     batches[0][0][3, 5] = float("inf")
-    for metric in (fm.multiclass_f1_score(20), fm.multiclass_confusion_matrix(20)):
+    for metric in (fm.multiclass_f1_score(num_classes=20), fm.multiclass_confusion_matrix(num_classes=20)):
         check_metric(metric, batches, laws=("reference", "split invariance", "vmap", "no host sync", "compile"),
                      reference=lambda p, t: tmf.multiclass_f1_score(p, t, 20) if metric.name.endswith("score")
                      else tmf.multiclass_confusion_matrix(p, t, 20), reference_rtol=1e-5)
@@ -310,7 +310,7 @@ def test_classes_absent_from_a_batch_but_present_in_others():
             got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
             want = sk(t, p, labels=np.arange(6), average=average, zero_division=0)
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
-    m = fm.multiclass_cohen_kappa(6, weights="quadratic")
+    m = fm.multiclass_cohen_kappa(num_classes=6, weights="quadratic")
     got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
     assert abs(float(got) - skm.cohen_kappa_score(t, p, weights="quadratic")) < 1e-12
 

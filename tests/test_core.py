@@ -19,7 +19,7 @@ def test_metric_is_immutable_and_replace_copies():
     with pytest.raises(AttributeError, match="immutable"):
         m.name = "other"
     r = m.replace(name="avg")
-    assert r.name == "avg" and m.name == "mean" and r.update is m.update
+    assert r.name == "avg" and m.name == "mean" and r._update is m._update
 
 
 def test_metric_requires_callables_and_hashable_key():

@@ -437,7 +437,7 @@ def test_tweedie_domain_counted():
       "rse": fm.relative_squared_error()}, 1),
     ({"pearson": fm.pearson_corrcoef(), "ccc": fm.concordance_corrcoef()}, 1),
     ({"spearman": fm.spearman_corrcoef(), "kendall": fm.kendall_rank_corrcoef()}, 1),
-    ({"nrmse_mean": fm.normalized_root_mean_squared_error(), "nrmse_l2": fm.normalized_root_mean_squared_error("l2")},
+    ({"nrmse_mean": fm.normalized_root_mean_squared_error(), "nrmse_l2": fm.normalized_root_mean_squared_error(normalization="l2")},
      1),
     ({"mse": fm.mean_squared_error(), "mae": fm.mean_absolute_error(), "r2": fm.r2_score()}, 3),
 ])

@@ -84,7 +84,7 @@ def test_recall_at_fixed_precision_per_query():
     # query 0: precision@k = 1, .5, .67 ; recall@k = .5, .5, 1 -> (1, 3) at min_precision .6
     # query 1: one non-relevant row first: precision@k = 0, .5 -> nothing reaches .6 -> (0, K=3)
     preds, target, idx = T([.5, .3, .2, .9, .1]), T([1, 0, 1, 0, 1]), T([0, 0, 0, 1, 1])
-    recall, k = fm.retrieval_recall_at_fixed_precision(0.6, aggregation="none")(preds, target, idx)
+    recall, k = fm.retrieval_recall_at_fixed_precision(min_precision=0.6, aggregation="none")(preds, target, idx)
     torch.testing.assert_close(recall, T([1.0, 0.0], dtype=torch.float64))
     assert k.tolist() == [3, 3]
 

@@ -8,6 +8,7 @@ import torch
 from fmetrics.aggregation import _nan
 from fmetrics.metric import Metric
 from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.recipe import factory
 
 
 class CatState(NamedTuple):
@@ -15,7 +16,8 @@ class CatState(NamedTuple):
     nan_count: torch.Tensor  # int64
 
 
-def cat(nan_strategy="warn") -> Metric:
+@factory
+def cat(*, nan_strategy="warn") -> Metric:
     """All values in arrival order: ``torch.cat([x_1, x_2, ...])``.
 
     0-d values become 1-element chunks. Under ``error``/``warn``/``ignore``,

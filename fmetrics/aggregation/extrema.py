@@ -8,6 +8,7 @@ import torch
 from fmetrics.aggregation import _nan
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 
 class ExtremumState(NamedTuple):
@@ -44,7 +45,8 @@ def _extremum(name: str, tag: str, nan_strategy) -> Metric:
                   name=name, state_key=(name, str(nan_strategy)), reductions=tags)
 
 
-def min(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+@factory
+def min(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
     """Smallest element seen: ``min_i x_i`` (``+inf`` before any data).
 
     Example::
@@ -55,7 +57,8 @@ def min(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
     return _extremum("min", "min", nan_strategy)
 
 
-def max(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+@factory
+def max(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
     """Largest element seen: ``max_i x_i`` (``-inf`` before any data).
 
     Example::

@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.aggregation import _nan
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 
 class MeanState(NamedTuple):
@@ -17,7 +18,8 @@ class MeanState(NamedTuple):
     nan_count: torch.Tensor  # int64
 
 
-def mean(nan_strategy="warn") -> Metric:
+@factory
+def mean(*, nan_strategy="warn") -> Metric:
     """Weighted mean ``sum_i w_i x_i / sum_i w_i`` over every element seen.
 
     ``update(state, value, weight=None)``; ``weight`` (default 1) broadcasts to ``value``.

@@ -8,6 +8,7 @@ import torch
 from fmetrics.aggregation import _nan
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 
 class SumState(NamedTuple):
@@ -15,7 +16,8 @@ class SumState(NamedTuple):
     nan_count: torch.Tensor  # int64, NaNs seen
 
 
-def sum(nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
+@factory
+def sum(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
     """Sum of every element seen: ``sum_i x_i``.
 
     Example::

@@ -11,6 +11,7 @@ from typing import Optional
 from fmetrics.classification._reduce import Counts, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_accuracy", "multiclass_accuracy", "multilabel_accuracy", "accuracy"]
 
@@ -23,7 +24,8 @@ def _recall(c: Counts):
     return divide(c.tp, c.tp + c.fn)
 
 
-def binary_accuracy(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@factory
+def binary_accuracy(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
                     validate_args: bool = True) -> Metric:
     """``(tp + tn) / (tp + fp + tn + fn)`` of thresholded binary predictions.
 
@@ -36,7 +38,8 @@ def binary_accuracy(threshold: float = 0.5, multidim_average: str = "global", ig
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_accuracy(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_accuracy(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                         multidim_average: str = "global", ignore_index: Optional[int] = None,
                         validate_args: bool = True) -> Metric:
     """Per-class ``tp / (tp + fn)`` averaged by ``average``; ``"micro"`` is the fraction of correct samples.
@@ -51,7 +54,8 @@ def multiclass_accuracy(num_classes: int, average: Optional[str] = "macro", top_
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_accuracy(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_accuracy(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                         multidim_average: str = "global", ignore_index: Optional[int] = None,
                         validate_args: bool = True) -> Metric:
     """Per-label ``(tp + tn) / (tp + fp + tn + fn)`` averaged by ``average``.
@@ -67,7 +71,8 @@ def multilabel_accuracy(num_labels: int, threshold: float = 0.5, average: Option
                          validate_args=validate_args)
 
 
-def accuracy(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def accuracy(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
              num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
              top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Task facade (``"binary" | "multiclass" | "multilabel"``) with torchmetrics' arguments.
@@ -79,7 +84,7 @@ def accuracy(task: str, threshold: float = 0.5, num_classes: Optional[int] = Non
     """
     return task_dispatch(
         "accuracy", task, num_classes, num_labels,
-        lambda: binary_accuracy(threshold, multidim_average, ignore_index, validate_args),
-        lambda n: multiclass_accuracy(n, average, top_k, multidim_average, ignore_index, validate_args),
-        lambda n: multilabel_accuracy(n, threshold, average, multidim_average, ignore_index, validate_args),
+        lambda: binary_accuracy(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_accuracy(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_accuracy(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
     )

@@ -16,6 +16,7 @@ from fmetrics.classification.confusion_matrix import confmat_metric
 from fmetrics.classification.stat_scores import task_dispatch
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype
+from fmetrics.recipe import factory
 
 __all__ = ["binary_cohen_kappa", "multiclass_cohen_kappa", "cohen_kappa"]
 
@@ -36,7 +37,8 @@ def _kappa(name: str, weights):
     return value
 
 
-def binary_cohen_kappa(threshold: float = 0.5, weights: Optional[str] = None, ignore_index: Optional[int] = None,
+@factory
+def binary_cohen_kappa(*, threshold: float = 0.5, weights: Optional[str] = None, ignore_index: Optional[int] = None,
                        validate_args: bool = True) -> Metric:
     """Cohen's kappa of thresholded binary predictions.
 
@@ -50,7 +52,8 @@ def binary_cohen_kappa(threshold: float = 0.5, weights: Optional[str] = None, ig
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_cohen_kappa(num_classes: int, weights: Optional[str] = None, ignore_index: Optional[int] = None,
+@factory
+def multiclass_cohen_kappa(*, num_classes: int, weights: Optional[str] = None, ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Cohen's kappa of argmax predictions over ``num_classes`` classes.
 
@@ -64,13 +67,14 @@ def multiclass_cohen_kappa(num_classes: int, weights: Optional[str] = None, igno
                           validate_args=validate_args)
 
 
-def cohen_kappa(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def cohen_kappa(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 weights: Optional[str] = None, ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
     """Task facade (``"binary" | "multiclass"``) over the ``*_cohen_kappa`` factories."""
     return task_dispatch(
         "cohen_kappa", task, num_classes, None,
-        lambda: binary_cohen_kappa(threshold, weights, ignore_index, validate_args),
-        lambda n: multiclass_cohen_kappa(n, weights, ignore_index, validate_args),
+        lambda: binary_cohen_kappa(threshold=threshold, weights=weights, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_cohen_kappa(num_classes=n, weights=weights, ignore_index=ignore_index, validate_args=validate_args),
         None,
     )

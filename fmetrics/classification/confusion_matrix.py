@@ -19,6 +19,7 @@ from fmetrics.classification._reduce import Counts
 from fmetrics.classification.stat_scores import counts_metric, task_dispatch
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["binary_confusion_matrix", "multiclass_confusion_matrix", "multilabel_confusion_matrix",
            "confusion_matrix"]
@@ -85,7 +86,8 @@ def _normalizer(name: str, normalize):
     return value
 
 
-def binary_confusion_matrix(threshold: float = 0.5, normalize: Optional[str] = None,
+@factory
+def binary_confusion_matrix(*, threshold: float = 0.5, normalize: Optional[str] = None,
                             ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``[[tn, fp], [fn, tp]]`` of thresholded binary predictions.
 
@@ -100,7 +102,8 @@ def binary_confusion_matrix(threshold: float = 0.5, normalize: Optional[str] = N
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_confusion_matrix(num_classes: int, normalize: Optional[str] = None,
+@factory
+def multiclass_confusion_matrix(*, num_classes: int, normalize: Optional[str] = None,
                                 ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``(C, C)`` counts of (target, argmax prediction) pairs.
 
@@ -116,7 +119,8 @@ def multiclass_confusion_matrix(num_classes: int, normalize: Optional[str] = Non
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_confusion_matrix(num_labels: int, threshold: float = 0.5, normalize: Optional[str] = None,
+@factory
+def multilabel_confusion_matrix(*, num_labels: int, threshold: float = 0.5, normalize: Optional[str] = None,
                                 ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """One ``[[tn, fp], [fn, tp]]`` per label: ``(L, 2, 2)``.
 
@@ -135,13 +139,14 @@ def multilabel_confusion_matrix(num_labels: int, threshold: float = 0.5, normali
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def confusion_matrix(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def confusion_matrix(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                      num_labels: Optional[int] = None, normalize: Optional[str] = None,
                      ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Task facade over the ``*_confusion_matrix`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "confusion_matrix", task, num_classes, num_labels,
-        lambda: binary_confusion_matrix(threshold, normalize, ignore_index, validate_args),
-        lambda n: multiclass_confusion_matrix(n, normalize, ignore_index, validate_args),
-        lambda n: multilabel_confusion_matrix(n, threshold, normalize, ignore_index, validate_args),
+        lambda: binary_confusion_matrix(threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_confusion_matrix(num_classes=n, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_confusion_matrix(num_labels=n, threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
     )

@@ -15,6 +15,7 @@ from fmetrics.classification import _format
 from fmetrics.classification.stat_scores import positive, task_dispatch
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["multiclass_exact_match", "multilabel_exact_match", "exact_match"]
 
@@ -66,7 +67,8 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
                   state_key=key, reductions=tags)
 
 
-def multiclass_exact_match(num_classes: int, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@factory
+def multiclass_exact_match(*, num_classes: int, multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Fraction of samples ``(N, ...)`` whose every position is predicted right.
 
@@ -80,7 +82,8 @@ def multiclass_exact_match(num_classes: int, multidim_average: str = "global", i
                         ignore_index, validate_args)
 
 
-def multilabel_exact_match(num_labels: int, threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def multilabel_exact_match(*, num_labels: int, threshold: float = 0.5, multidim_average: str = "global",
                            ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Fraction of samples whose every label is predicted right (subset accuracy).
 
@@ -94,12 +97,13 @@ def multilabel_exact_match(num_labels: int, threshold: float = 0.5, multidim_ave
                         ignore_index, validate_args)
 
 
-def exact_match(task: str, num_classes: Optional[int] = None, num_labels: Optional[int] = None,
+@factory
+def exact_match(*, task: str, num_classes: Optional[int] = None, num_labels: Optional[int] = None,
                 threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
     """Task facade (``"multiclass" | "multilabel"``) over the ``*_exact_match`` factories."""
     return task_dispatch(
         "exact_match", task, num_classes, num_labels, None,
-        lambda n: multiclass_exact_match(n, multidim_average, ignore_index, validate_args),
-        lambda n: multilabel_exact_match(n, threshold, multidim_average, ignore_index, validate_args),
+        lambda n: multiclass_exact_match(num_classes=n, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_exact_match(num_labels=n, threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
     )

@@ -7,6 +7,7 @@ from fmetrics import validation
 from fmetrics.classification._reduce import check_zero_division, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_fbeta_score", "multiclass_fbeta_score", "multilabel_fbeta_score", "fbeta_score",
@@ -22,7 +23,8 @@ def _fbeta(name, beta, zero_division):
     return lambda c: divide((1 + b2) * c.tp, (1 + b2) * c.tp + b2 * c.fn + c.fp, zd)
 
 
-def binary_fbeta_score(beta: float, threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def binary_fbeta_score(*, beta: float, threshold: float = 0.5, multidim_average: str = "global",
                        ignore_index: Optional[int] = None, validate_args: bool = True,
                        zero_division: float = 0) -> Metric:
     """F-beta of thresholded binary predictions.
@@ -37,7 +39,8 @@ def binary_fbeta_score(beta: float, threshold: float = 0.5, multidim_average: st
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_fbeta_score(beta: float, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_fbeta_score(*, beta: float, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class F-beta averaged by ``average``.
@@ -53,7 +56,8 @@ def multiclass_fbeta_score(beta: float, num_classes: int, average: Optional[str]
                          validate_args=validate_args)
 
 
-def multilabel_fbeta_score(beta: float, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_fbeta_score(*, beta: float, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label F-beta averaged by ``average``.
@@ -70,22 +74,24 @@ def multilabel_fbeta_score(beta: float, num_labels: int, threshold: float = 0.5,
                          validate_args=validate_args)
 
 
-def fbeta_score(task: str, beta: float = 1.0, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def fbeta_score(*, task: str, beta: float = 1.0, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Task facade over the ``*_fbeta_score`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "fbeta_score", task, num_classes, num_labels,
-        lambda: binary_fbeta_score(beta, threshold, multidim_average, ignore_index, validate_args, zero_division),
-        lambda n: multiclass_fbeta_score(beta, n, average, top_k, multidim_average, ignore_index, validate_args,
-                                         zero_division),
-        lambda n: multilabel_fbeta_score(beta, n, threshold, average, multidim_average, ignore_index,
-                                         validate_args, zero_division),
+        lambda: binary_fbeta_score(beta=beta, threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multiclass_fbeta_score(beta=beta, num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                         zero_division=zero_division),
+        lambda n: multilabel_fbeta_score(beta=beta, num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index,
+                                         validate_args=validate_args, zero_division=zero_division),
     )
 
 
-def binary_f1_score(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@factory
+def binary_f1_score(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
                     validate_args: bool = True, zero_division: float = 0) -> Metric:
     """F1 ``2 tp / (2 tp + fn + fp)`` of thresholded binary predictions.
 
@@ -99,7 +105,8 @@ def binary_f1_score(threshold: float = 0.5, multidim_average: str = "global", ig
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_f1_score(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_f1_score(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                         multidim_average: str = "global", ignore_index: Optional[int] = None,
                         validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class F1 averaged by ``average``.
@@ -115,7 +122,8 @@ def multiclass_f1_score(num_classes: int, average: Optional[str] = "macro", top_
                          validate_args=validate_args)
 
 
-def multilabel_f1_score(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_f1_score(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                         multidim_average: str = "global", ignore_index: Optional[int] = None,
                         validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label F1 averaged by ``average``.
@@ -132,16 +140,17 @@ def multilabel_f1_score(num_labels: int, threshold: float = 0.5, average: Option
                          validate_args=validate_args)
 
 
-def f1_score(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def f1_score(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
              num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
              top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
              zero_division: float = 0) -> Metric:
     """Task facade over the ``*_f1_score`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "f1_score", task, num_classes, num_labels,
-        lambda: binary_f1_score(threshold, multidim_average, ignore_index, validate_args, zero_division),
-        lambda n: multiclass_f1_score(n, average, top_k, multidim_average, ignore_index, validate_args,
-                                      zero_division),
-        lambda n: multilabel_f1_score(n, threshold, average, multidim_average, ignore_index, validate_args,
-                                      zero_division),
+        lambda: binary_f1_score(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multiclass_f1_score(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                      zero_division=zero_division),
+        lambda n: multilabel_f1_score(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                      zero_division=zero_division),
     )

@@ -22,6 +22,7 @@ from fmetrics.classification._reduce import divide
 from fmetrics.classification.stat_scores import binary_counts, positive
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["binary_groups_stat_rates", "binary_fairness", "demographic_parity", "equal_opportunity"]
 
@@ -100,7 +101,8 @@ def _eo(counts: torch.Tensor) -> dict:
     return _ratio("EO", divide(tp, tp + fn))
 
 
-def binary_groups_stat_rates(num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def binary_groups_stat_rates(*, num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
                              validate_args: bool = True) -> Metric:
     """``{"group_g": [tp, fp, tn, fn] / n_g}`` per group; ``update(state, preds, target, groups)``.
 
@@ -115,7 +117,8 @@ def binary_groups_stat_rates(num_groups: int, threshold: float = 0.5, ignore_ind
                          _rates, with_target=True)
 
 
-def binary_fairness(num_groups: int, task: str = "all", threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def binary_fairness(*, num_groups: int, task: str = "all", threshold: float = 0.5, ignore_index: Optional[int] = None,
                     validate_args: bool = True) -> Metric:
     """Demographic parity and / or equal opportunity ratios (``task``: ``"demographic_parity"``,
     ``"equal_opportunity"`` or ``"all"``); ``update(state, preds, target, groups)``.
@@ -132,7 +135,8 @@ def binary_fairness(num_groups: int, task: str = "all", threshold: float = 0.5, 
     return _group_metric(name, num_groups, threshold, ignore_index, validate_args, value, with_target=True)
 
 
-def demographic_parity(num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def demographic_parity(*, num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
                        validate_args: bool = True) -> Metric:
     """Smallest over largest per-group positive-prediction rate; ``update(state, preds, groups)``.
 
@@ -146,7 +150,8 @@ def demographic_parity(num_groups: int, threshold: float = 0.5, ignore_index: Op
                          with_target=False)
 
 
-def equal_opportunity(num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def equal_opportunity(*, num_groups: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
                       validate_args: bool = True) -> Metric:
     """Smallest over largest per-group true positive rate; ``update(state, preds, target, groups)``.
 

@@ -6,6 +6,7 @@ from typing import Optional
 from fmetrics.classification._reduce import Counts, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_hamming_distance", "multiclass_hamming_distance", "multilabel_hamming_distance",
            "hamming_distance"]
@@ -19,7 +20,8 @@ def _missed(c: Counts):
     return 1 - divide(c.tp, c.tp + c.fn)
 
 
-def binary_hamming_distance(threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def binary_hamming_distance(*, threshold: float = 0.5, multidim_average: str = "global",
                             ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``(fp + fn) / (tp + fp + tn + fn)``: the fraction of wrong binary predictions.
 
@@ -32,7 +34,8 @@ def binary_hamming_distance(threshold: float = 0.5, multidim_average: str = "glo
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_hamming_distance(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_hamming_distance(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                                 multidim_average: str = "global", ignore_index: Optional[int] = None,
                                 validate_args: bool = True) -> Metric:
     """Per-class ``1 - tp / (tp + fn)`` averaged by ``average``.
@@ -47,7 +50,8 @@ def multiclass_hamming_distance(num_classes: int, average: Optional[str] = "macr
                          validate_args=validate_args)
 
 
-def multilabel_hamming_distance(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_hamming_distance(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                                 multidim_average: str = "global", ignore_index: Optional[int] = None,
                                 validate_args: bool = True) -> Metric:
     """Per-label fraction of wrong predictions averaged by ``average``.
@@ -63,15 +67,16 @@ def multilabel_hamming_distance(num_labels: int, threshold: float = 0.5, average
                          validate_args=validate_args)
 
 
-def hamming_distance(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def hamming_distance(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                      num_labels: Optional[int] = None, average: Optional[str] = "micro",
                      multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                      validate_args: bool = True) -> Metric:
     """Task facade over the ``*_hamming_distance`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "hamming_distance", task, num_classes, num_labels,
-        lambda: binary_hamming_distance(threshold, multidim_average, ignore_index, validate_args),
-        lambda n: multiclass_hamming_distance(n, average, top_k, multidim_average, ignore_index, validate_args),
-        lambda n: multilabel_hamming_distance(n, threshold, average, multidim_average, ignore_index,
-                                              validate_args),
+        lambda: binary_hamming_distance(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_hamming_distance(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_hamming_distance(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index,
+                                              validate_args=validate_args),
     )

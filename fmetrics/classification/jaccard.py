@@ -10,6 +10,7 @@ from typing import Optional
 from fmetrics.classification._reduce import check_average, check_zero_division, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_jaccard_index", "multiclass_jaccard_index", "multilabel_jaccard_index", "jaccard_index"]
 
@@ -19,7 +20,8 @@ def _jaccard(name, zero_division):
     return lambda c: divide(c.tp, c.tp + c.fp + c.fn, zd)
 
 
-def binary_jaccard_index(threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
+@factory
+def binary_jaccard_index(*, threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
                          zero_division: float = 0.0) -> Metric:
     """``tp / (tp + fp + fn)`` of thresholded binary predictions.
 
@@ -33,7 +35,8 @@ def binary_jaccard_index(threshold: float = 0.5, ignore_index: Optional[int] = N
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_jaccard_index(num_classes: int, average: Optional[str] = "macro", ignore_index: Optional[int] = None,
+@factory
+def multiclass_jaccard_index(*, num_classes: int, average: Optional[str] = "macro", ignore_index: Optional[int] = None,
                              validate_args: bool = True, zero_division: float = 0.0) -> Metric:
     """Per-class ``tp / (tp + fp + fn)`` averaged by ``average``.
 
@@ -50,7 +53,8 @@ def multiclass_jaccard_index(num_classes: int, average: Optional[str] = "macro",
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_jaccard_index(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_jaccard_index(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                              ignore_index: Optional[int] = None, validate_args: bool = True,
                              zero_division: float = 0.0) -> Metric:
     """Per-label ``tp / (tp + fp + fn)`` averaged by ``average``.
@@ -66,14 +70,15 @@ def multilabel_jaccard_index(num_labels: int, threshold: float = 0.5, average: O
                          threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def jaccard_index(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def jaccard_index(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                   num_labels: Optional[int] = None, average: Optional[str] = "macro",
                   ignore_index: Optional[int] = None, validate_args: bool = True,
                   zero_division: float = 0.0) -> Metric:
     """Task facade over the ``*_jaccard_index`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "jaccard_index", task, num_classes, num_labels,
-        lambda: binary_jaccard_index(threshold, ignore_index, validate_args, zero_division),
-        lambda n: multiclass_jaccard_index(n, average, ignore_index, validate_args, zero_division),
-        lambda n: multilabel_jaccard_index(n, threshold, average, ignore_index, validate_args, zero_division),
+        lambda: binary_jaccard_index(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multiclass_jaccard_index(num_classes=n, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multilabel_jaccard_index(num_labels=n, threshold=threshold, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
     )

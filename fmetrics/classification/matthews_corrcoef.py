@@ -17,6 +17,7 @@ from fmetrics.classification.confusion_matrix import confmat_metric
 from fmetrics.classification.stat_scores import task_dispatch
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype
+from fmetrics.recipe import factory
 
 __all__ = ["binary_matthews_corrcoef", "multiclass_matthews_corrcoef", "multilabel_matthews_corrcoef",
            "matthews_corrcoef"]
@@ -63,7 +64,8 @@ def _mcc(confmat: torch.Tensor) -> torch.Tensor:
     return torch.where(den != 0, num / den.clamp_min(1e-300).sqrt(), torch.zeros((), dtype=dtype))
 
 
-def binary_matthews_corrcoef(threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def binary_matthews_corrcoef(*, threshold: float = 0.5, ignore_index: Optional[int] = None,
                              validate_args: bool = True) -> Metric:
     """MCC of thresholded binary predictions.
 
@@ -76,7 +78,8 @@ def binary_matthews_corrcoef(threshold: float = 0.5, ignore_index: Optional[int]
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_matthews_corrcoef(num_classes: int, ignore_index: Optional[int] = None,
+@factory
+def multiclass_matthews_corrcoef(*, num_classes: int, ignore_index: Optional[int] = None,
                                  validate_args: bool = True) -> Metric:
     """Multiclass MCC (Gorodkin's R_K) of argmax predictions.
 
@@ -89,7 +92,8 @@ def multiclass_matthews_corrcoef(num_classes: int, ignore_index: Optional[int] =
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_matthews_corrcoef(num_labels: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
+@factory
+def multilabel_matthews_corrcoef(*, num_labels: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
                                  validate_args: bool = True) -> Metric:
     """MCC of the summed per-label 2x2 confusion matrices.
 
@@ -103,13 +107,14 @@ def multilabel_matthews_corrcoef(num_labels: int, threshold: float = 0.5, ignore
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
-def matthews_corrcoef(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def matthews_corrcoef(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                       num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
                       validate_args: bool = True) -> Metric:
     """Task facade over the ``*_matthews_corrcoef`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "matthews_corrcoef", task, num_classes, num_labels,
-        lambda: binary_matthews_corrcoef(threshold, ignore_index, validate_args),
-        lambda n: multiclass_matthews_corrcoef(n, ignore_index, validate_args),
-        lambda n: multilabel_matthews_corrcoef(n, threshold, ignore_index, validate_args),
+        lambda: binary_matthews_corrcoef(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_matthews_corrcoef(num_classes=n, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_matthews_corrcoef(num_labels=n, threshold=threshold, ignore_index=ignore_index, validate_args=validate_args),
     )

@@ -6,6 +6,7 @@ from typing import Optional
 from fmetrics.classification._reduce import check_zero_division, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_negative_predictive_value",
@@ -20,7 +21,8 @@ def _npv(name, zero_division):
     return lambda c: divide(c.tn, c.tn + c.fn, zd)
 
 
-def binary_negative_predictive_value(threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def binary_negative_predictive_value(*, threshold: float = 0.5, multidim_average: str = "global",
                                      ignore_index: Optional[int] = None, validate_args: bool = True,
                                      zero_division: float = 0) -> Metric:
     """``tn / (tn + fn)`` of thresholded binary predictions.
@@ -36,7 +38,8 @@ def binary_negative_predictive_value(threshold: float = 0.5, multidim_average: s
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_negative_predictive_value(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_negative_predictive_value(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                                          multidim_average: str = "global", ignore_index: Optional[int] = None,
                                          validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class (one-vs-rest) ``tn / (tn + fn)`` averaged by ``average``.
@@ -53,7 +56,8 @@ def multiclass_negative_predictive_value(num_classes: int, average: Optional[str
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_negative_predictive_value(num_labels: int, threshold: float = 0.5,
+@factory
+def multilabel_negative_predictive_value(*, num_labels: int, threshold: float = 0.5,
                                          average: Optional[str] = "macro", multidim_average: str = "global",
                                          ignore_index: Optional[int] = None, validate_args: bool = True,
                                          zero_division: float = 0) -> Metric:
@@ -71,7 +75,8 @@ def multilabel_negative_predictive_value(num_labels: int, threshold: float = 0.5
                          validate_args=validate_args)
 
 
-def negative_predictive_value(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def negative_predictive_value(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                               num_labels: Optional[int] = None, average: Optional[str] = "micro",
                               multidim_average: str = "global", top_k: int = 1,
                               ignore_index: Optional[int] = None, validate_args: bool = True,
@@ -79,10 +84,10 @@ def negative_predictive_value(task: str, threshold: float = 0.5, num_classes: Op
     """Task facade over the ``*_negative_predictive_value`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "negative_predictive_value", task, num_classes, num_labels,
-        lambda: binary_negative_predictive_value(threshold, multidim_average, ignore_index, validate_args,
-                                                 zero_division),
-        lambda n: multiclass_negative_predictive_value(n, average, top_k, multidim_average, ignore_index,
-                                                       validate_args, zero_division),
-        lambda n: multilabel_negative_predictive_value(n, threshold, average, multidim_average, ignore_index,
-                                                       validate_args, zero_division),
+        lambda: binary_negative_predictive_value(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                                 zero_division=zero_division),
+        lambda n: multiclass_negative_predictive_value(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index,
+                                                       validate_args=validate_args, zero_division=zero_division),
+        lambda n: multilabel_negative_predictive_value(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index,
+                                                       validate_args=validate_args, zero_division=zero_division),
     )

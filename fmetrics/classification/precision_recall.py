@@ -9,6 +9,7 @@ from typing import Optional
 from fmetrics.classification._reduce import check_zero_division, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_precision", "multiclass_precision", "multilabel_precision", "precision",
@@ -26,7 +27,8 @@ def _recall(name, zero_division):
     return lambda c: divide(c.tp, c.tp + c.fn, zd)
 
 
-def binary_precision(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@factory
+def binary_precision(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
                      validate_args: bool = True, zero_division: float = 0) -> Metric:
     """``tp / (tp + fp)`` of thresholded binary predictions.
 
@@ -40,7 +42,8 @@ def binary_precision(threshold: float = 0.5, multidim_average: str = "global", i
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_precision(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_precision(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                          multidim_average: str = "global", ignore_index: Optional[int] = None,
                          validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class ``tp / (tp + fp)`` averaged by ``average``.
@@ -56,7 +59,8 @@ def multiclass_precision(num_classes: int, average: Optional[str] = "macro", top
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_precision(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_precision(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                          multidim_average: str = "global", ignore_index: Optional[int] = None,
                          validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label ``tp / (tp + fp)`` averaged by ``average``.
@@ -73,22 +77,24 @@ def multilabel_precision(num_labels: int, threshold: float = 0.5, average: Optio
                          validate_args=validate_args)
 
 
-def precision(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def precision(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
               num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
               top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
               zero_division: float = 0) -> Metric:
     """Task facade over the ``*_precision`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "precision", task, num_classes, num_labels,
-        lambda: binary_precision(threshold, multidim_average, ignore_index, validate_args, zero_division),
-        lambda n: multiclass_precision(n, average, top_k, multidim_average, ignore_index, validate_args,
-                                       zero_division),
-        lambda n: multilabel_precision(n, threshold, average, multidim_average, ignore_index, validate_args,
-                                       zero_division),
+        lambda: binary_precision(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multiclass_precision(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                       zero_division=zero_division),
+        lambda n: multilabel_precision(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                       zero_division=zero_division),
     )
 
 
-def binary_recall(threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@factory
+def binary_recall(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
                   validate_args: bool = True, zero_division: float = 0) -> Metric:
     """``tp / (tp + fn)`` of thresholded binary predictions.
 
@@ -102,7 +108,8 @@ def binary_recall(threshold: float = 0.5, multidim_average: str = "global", igno
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_recall(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_recall(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                       multidim_average: str = "global", ignore_index: Optional[int] = None,
                       validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class ``tp / (tp + fn)`` averaged by ``average``.
@@ -118,7 +125,8 @@ def multiclass_recall(num_classes: int, average: Optional[str] = "macro", top_k:
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multilabel_recall(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_recall(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                       multidim_average: str = "global", ignore_index: Optional[int] = None,
                       validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label ``tp / (tp + fn)`` averaged by ``average``.
@@ -135,16 +143,17 @@ def multilabel_recall(num_labels: int, threshold: float = 0.5, average: Optional
                          validate_args=validate_args)
 
 
-def recall(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def recall(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
            num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
            top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
            zero_division: float = 0) -> Metric:
     """Task facade over the ``*_recall`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "recall", task, num_classes, num_labels,
-        lambda: binary_recall(threshold, multidim_average, ignore_index, validate_args, zero_division),
-        lambda n: multiclass_recall(n, average, top_k, multidim_average, ignore_index, validate_args,
-                                    zero_division),
-        lambda n: multilabel_recall(n, threshold, average, multidim_average, ignore_index, validate_args,
-                                    zero_division),
+        lambda: binary_recall(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
+        lambda n: multiclass_recall(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                    zero_division=zero_division),
+        lambda n: multilabel_recall(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
+                                    zero_division=zero_division),
     )

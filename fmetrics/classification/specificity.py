@@ -6,6 +6,7 @@ from typing import Optional
 from fmetrics.classification._reduce import Counts, divide
 from fmetrics.classification.stat_scores import scored_metric, task_dispatch
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_specificity", "multiclass_specificity", "multilabel_specificity", "specificity"]
 
@@ -14,7 +15,8 @@ def _specificity(c: Counts):
     return divide(c.tn, c.tn + c.fp)
 
 
-def binary_specificity(threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def binary_specificity(*, threshold: float = 0.5, multidim_average: str = "global",
                        ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``tn / (tn + fp)`` of thresholded binary predictions.
 
@@ -27,7 +29,8 @@ def binary_specificity(threshold: float = 0.5, multidim_average: str = "global",
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
-def multiclass_specificity(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_specificity(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Per-class (one-vs-rest) ``tn / (tn + fp)`` averaged by ``average``.
@@ -42,7 +45,8 @@ def multiclass_specificity(num_classes: int, average: Optional[str] = "macro", t
                          validate_args=validate_args)
 
 
-def multilabel_specificity(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_specificity(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Per-label ``tn / (tn + fp)`` averaged by ``average``.
@@ -58,13 +62,14 @@ def multilabel_specificity(num_labels: int, threshold: float = 0.5, average: Opt
                          validate_args=validate_args)
 
 
-def specificity(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def specificity(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
                 top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Task facade over the ``*_specificity`` factories (torchmetrics' arguments)."""
     return task_dispatch(
         "specificity", task, num_classes, num_labels,
-        lambda: binary_specificity(threshold, multidim_average, ignore_index, validate_args),
-        lambda n: multiclass_specificity(n, average, top_k, multidim_average, ignore_index, validate_args),
-        lambda n: multilabel_specificity(n, threshold, average, multidim_average, ignore_index, validate_args),
+        lambda: binary_specificity(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_specificity(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_specificity(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
     )

@@ -28,6 +28,7 @@ from fmetrics.classification._reduce import Counts, check_average
 from fmetrics.classification._reduce import average as reduce_average
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_stat_scores",
@@ -215,7 +216,8 @@ def _stat_scores_value(average: str):
     return value
 
 
-def binary_stat_scores(threshold: float = 0.5, multidim_average: str = "global",
+@factory
+def binary_stat_scores(*, threshold: float = 0.5, multidim_average: str = "global",
                        ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``[tp, fp, tn, fn, support]`` (int64 ``(5,)``, or ``(N, 5)`` samplewise) of binary predictions.
 
@@ -229,7 +231,8 @@ def binary_stat_scores(threshold: float = 0.5, multidim_average: str = "global",
                          validate_args=validate_args)
 
 
-def multiclass_stat_scores(num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
+@factory
+def multiclass_stat_scores(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Per-class ``[tp, fp, tn, fn, support]``: ``(C, 5)`` for ``average="none"``, summed (micro),
@@ -246,7 +249,8 @@ def multiclass_stat_scores(num_classes: int, average: Optional[str] = "macro", t
                          validate_args=validate_args)
 
 
-def multilabel_stat_scores(num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@factory
+def multilabel_stat_scores(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
                            multidim_average: str = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Per-label ``[tp, fp, tn, fn, support]``, reduced over labels like `multiclass_stat_scores`.
@@ -263,15 +267,16 @@ def multilabel_stat_scores(num_labels: int, threshold: float = 0.5, average: Opt
                          validate_args=validate_args)
 
 
-def stat_scores(task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@factory
+def stat_scores(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, average: Optional[str] = "micro",
                 multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
     """Task facade (``"binary" | "multiclass" | "multilabel"``) over the ``*_stat_scores`` factories."""
     return task_dispatch(
         "stat_scores", task, num_classes, num_labels,
-        lambda: binary_stat_scores(threshold, multidim_average, ignore_index, validate_args),
-        lambda n: multiclass_stat_scores(n, average, top_k, multidim_average, ignore_index, validate_args),
-        lambda n: multilabel_stat_scores(n, threshold, average, multidim_average, ignore_index, validate_args),
+        lambda: binary_stat_scores(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multiclass_stat_scores(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
+        lambda n: multilabel_stat_scores(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
     )
 

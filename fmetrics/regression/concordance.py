@@ -5,9 +5,11 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.regression.pearson import comoment_metric, undefined
+from fmetrics.recipe import factory
 
 
-def concordance_corrcoef(num_outputs: int = 1) -> Metric:
+@factory
+def concordance_corrcoef(*, num_outputs: int = 1) -> Metric:
     """Lin's ``rho_c = 2 s_xy / (s_x^2 + s_y^2 + (mx - my)^2)``.
 
     ``s`` are the sample (``n - 1``) covariance and variances, as torchmetrics

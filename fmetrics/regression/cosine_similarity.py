@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from fmetrics.metric import Metric
 from fmetrics.regression._rows import row_metric
+from fmetrics.recipe import factory
 
 
-def cosine_similarity(reduction: str = "sum") -> Metric:
+@factory
+def cosine_similarity(*, reduction: str = "sum") -> Metric:
     """Row-wise ``sum_j p_ij t_ij / (||p_i|| ||t_i||)`` over ``(N, D)`` inputs, then ``reduction``
     (``"sum"`` default, ``"mean"``, ``"none"``/``None`` for the per-row values).
 

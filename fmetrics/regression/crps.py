@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.recipe import factory
 
 
 class CRPSState(NamedTuple):
@@ -16,6 +17,7 @@ class CRPSState(NamedTuple):
     count: torch.Tensor  # int64 (): samples
 
 
+@factory
 def continuous_ranked_probability_score() -> Metric:
     """Mean CRPS ``1/M sum_i |x_i - y| - 1/(2 M^2) sum_ij |x_i - x_j|`` of ``(N, M)`` ensembles ``x``, ``M >= 2``,
     against ``(N,)`` observations ``y``.

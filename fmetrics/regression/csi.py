@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.recipe import factory
 
 
 class CSIState(NamedTuple):
@@ -16,7 +17,8 @@ class CSIState(NamedTuple):
     chunks: tuple  # (3, S_i) counts per update along keep_sequence_dim, joined in finalize
 
 
-def critical_success_index(threshold: float, keep_sequence_dim: Optional[int] = None) -> Metric:
+@factory
+def critical_success_index(*, threshold: float, keep_sequence_dim: Optional[int] = None) -> Metric:
     """CSI (threat score) ``TP / (TP + FN + FP)`` with events ``preds >= threshold``, ``target >= threshold``;
     0 when there is no event at all (as torchmetrics).
 

@@ -5,9 +5,11 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _residual
+from fmetrics.recipe import factory
 
 
-def explained_variance(multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
+@factory
+def explained_variance(*, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
     """Explained variance ``1 - Var(t - p) / Var(t)`` per output, then ``multioutput``.
 
     ``multioutput`` as in `r2_score` (``"variance_weighted"`` weights by

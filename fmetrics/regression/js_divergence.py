@@ -9,9 +9,11 @@ from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._rows import row_metric
 from fmetrics.regression.kl_divergence import distribution_rule, normalized, xlogy_ratio
+from fmetrics.recipe import factory
 
 
-def jensen_shannon_divergence(log_prob: bool = False, reduction: str = "mean", on_invalid: str = "error") -> Metric:
+@factory
+def jensen_shannon_divergence(*, log_prob: bool = False, reduction: str = "mean", on_invalid: str = "error") -> Metric:
     """``JS(P, Q) = KL(P || M)/2 + KL(Q || M)/2``, ``M = (P + Q)/2``, per row (natural log, in ``[0, log 2]``).
 
     Options and the value rule as in `kl_divergence`.

@@ -11,6 +11,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._pairs import pairs_metric, runs
+from fmetrics.recipe import factory
 
 VARIANTS = ("a", "b", "c")
 ALTERNATIVES = ("two-sided", "less", "greater")
@@ -90,7 +91,8 @@ def _column(x: torch.Tensor, y: torch.Tensor, variant: str, alternative: Optiona
     return tau, p
 
 
-def kendall_rank_corrcoef(variant: str = "b", t_test: bool = False, alternative: Optional[str] = "two-sided",
+@factory
+def kendall_rank_corrcoef(*, variant: str = "b", t_test: bool = False, alternative: Optional[str] = "two-sided",
                           num_outputs: int = 1) -> Metric:
     """Kendall's tau from concordant ``C`` and discordant ``D`` pairs (ties as SciPy / torchmetrics).
 

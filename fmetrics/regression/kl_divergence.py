@@ -6,6 +6,7 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._rows import row_metric
+from fmetrics.recipe import factory
 
 
 def xlogy_ratio(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -26,7 +27,8 @@ def distribution_rule(log_prob: bool):
             lambda p, q: ((p >= 0) & (q >= 0)).all(-1) & (p.sum(-1) > 0) & (q.sum(-1) > 0))
 
 
-def kl_divergence(log_prob: bool = False, reduction: str = "mean", on_invalid: str = "error") -> Metric:
+@factory
+def kl_divergence(*, log_prob: bool = False, reduction: str = "mean", on_invalid: str = "error") -> Metric:
     """``D_KL(P || Q) = sum_j p_j log(p_j / q_j)`` per row of ``(N, D)`` ``p`` and ``q``.
 
     Rows are normalized to sum 1 (``log_prob=True``: inputs are log-probabilities,

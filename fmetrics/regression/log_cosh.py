@@ -7,9 +7,11 @@ import torch.nn.functional as F
 
 from fmetrics.metric import Metric
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 
-def log_cosh_error(num_outputs: int = 1) -> Metric:
+@factory
+def log_cosh_error(*, num_outputs: int = 1) -> Metric:
     """LogCosh ``1/n sum_i log(cosh(p_i - t_i))``.
 
     Evaluated as ``|d| + log1p(exp(-2|d|)) - log 2``, which does not overflow

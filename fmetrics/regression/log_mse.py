@@ -6,9 +6,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 
-def mean_squared_log_error(num_outputs: int = 1, on_invalid: str = "error") -> Metric:
+@factory
+def mean_squared_log_error(*, num_outputs: int = 1, on_invalid: str = "error") -> Metric:
     """MSLE ``1/n sum_i (log1p(p_i) - log1p(t_i))^2``.
 
     Negative preds or targets are dropped and counted; `finalize` raises a

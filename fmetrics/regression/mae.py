@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from fmetrics.metric import Metric
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 
-def mean_absolute_error(num_outputs: int = 1) -> Metric:
+@factory
+def mean_absolute_error(*, num_outputs: int = 1) -> Metric:
     """MAE ``1/n sum_i |p_i - t_i|``.
 
     Example::

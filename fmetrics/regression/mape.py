@@ -5,11 +5,13 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 EPSILON = 1.17e-06  # torchmetrics' lower bound for |target|
 
 
-def mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
+@factory
+def mean_absolute_percentage_error(*, num_outputs: int = 1) -> Metric:
     """MAPE ``1/n sum_i |p_i - t_i| / max(|t_i|, 1.17e-6)``.
 
     A zero target is clamped to ``1.17e-6`` as in torchmetrics (scikit-learn

@@ -9,13 +9,15 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.recipe import factory
 
 
 class MinkowskiState(NamedTuple):
     total: torch.Tensor  # float64 (): sum |p - t|^p
 
 
-def minkowski_distance(p: float) -> Metric:
+@factory
+def minkowski_distance(*, p: float) -> Metric:
     """Minkowski distance ``(sum_i |x_i - y_i|^p)^(1/p)`` over every element, ``p >= 1``.
 
     Example::

@@ -6,9 +6,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 
-def mean_squared_error(squared: bool = True, num_outputs: int = 1) -> Metric:
+@factory
+def mean_squared_error(*, squared: bool = True, num_outputs: int = 1) -> Metric:
     """MSE ``1/n sum_i (p_i - t_i)^2``, or RMSE ``sqrt(MSE)`` with ``squared=False``.
 
     MSE and RMSE of one ``num_outputs`` share a state in a collection.

@@ -8,6 +8,7 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _moments
 from fmetrics.state import accum_dtype
+from fmetrics.recipe import factory
 
 NORMALIZATIONS = ("mean", "range", "std", "l2")
 
@@ -30,7 +31,8 @@ def _merge(a: NRMSEState, b: NRMSEState) -> NRMSEState:
                       torch.maximum(a.max, b.max), a.sum_squares + b.sum_squares)
 
 
-def normalized_root_mean_squared_error(normalization: str = "mean", num_outputs: int = 1) -> Metric:
+@factory
+def normalized_root_mean_squared_error(*, normalization: str = "mean", num_outputs: int = 1) -> Metric:
     """NRMSE ``sqrt(1/n sum (p - t)^2) / s(t)``.
 
     ``s`` per ``normalization``: ``"mean"`` the target mean, ``"range"``

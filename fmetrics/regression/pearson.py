@@ -9,6 +9,7 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _moments
 from fmetrics.state import accum_dtype
+from fmetrics.recipe import factory
 
 
 class PearsonState(NamedTuple):
@@ -74,7 +75,8 @@ def undefined(name: str, state: PearsonState) -> torch.Tensor:
     return bad
 
 
-def pearson_corrcoef(num_outputs: int = 1) -> Metric:
+@factory
+def pearson_corrcoef(*, num_outputs: int = 1) -> Metric:
     """Pearson's ``r = sum (x - mx)(y - my) / sqrt(sum (x - mx)^2 sum (y - my)^2)``, clamped to [-1, 1].
 
     Inputs ``(N,)`` or ``(N, num_outputs)`` (one coefficient per column).

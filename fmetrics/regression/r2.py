@@ -8,9 +8,11 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _residual
+from fmetrics.recipe import factory
 
 
-def r2_score(adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
+@factory
+def r2_score(*, adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
     """R² ``1 - sum (t - p)^2 / sum (t - mean t)^2`` per output, then ``multioutput``.
 
     ``multioutput``: ``"raw_values"`` (one score per output), ``"uniform_average"``

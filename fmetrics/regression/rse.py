@@ -5,9 +5,11 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _residual
+from fmetrics.recipe import factory
 
 
-def relative_squared_error(num_outputs: int = 1, squared: bool = True) -> Metric:
+@factory
+def relative_squared_error(*, num_outputs: int = 1, squared: bool = True) -> Metric:
     """RSE ``sum (t - p)^2 / sum (t - mean t)^2`` per output (its root with
     ``squared=False``), averaged over outputs.
 

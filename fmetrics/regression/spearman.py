@@ -8,9 +8,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression import _moments
 from fmetrics.regression._pairs import average_ranks, pairs_metric
+from fmetrics.recipe import factory
 
 
-def spearman_corrcoef(num_outputs: int = 1) -> Metric:
+@factory
+def spearman_corrcoef(*, num_outputs: int = 1) -> Metric:
     """Spearman's ``rho = r(rank(x), rank(y))`` with ties at their average rank (as SciPy).
 
     The state concatenates the data (O(total) memory); ranking happens once

@@ -6,9 +6,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.regression._elementwise import elementwise_mean
 from fmetrics.regression.mape import EPSILON
+from fmetrics.recipe import factory
 
 
-def symmetric_mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
+@factory
+def symmetric_mean_absolute_percentage_error(*, num_outputs: int = 1) -> Metric:
     """SMAPE ``2/n sum_i |p_i - t_i| / max(|t_i| + |p_i|, 1.17e-6)`` (in ``[0, 2]``).
 
     Example::

@@ -7,6 +7,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression._elementwise import elementwise_mean
+from fmetrics.recipe import factory
 
 
 def _deviance(power: float):
@@ -38,7 +39,8 @@ def _rule(power: float):
     return "preds and target must be > 0", lambda p, t: ~((p <= 0) | (t <= 0))
 
 
-def tweedie_deviance_score(power: float = 0.0, num_outputs: int = 1, on_invalid: str = "error") -> Metric:
+@factory
+def tweedie_deviance_score(*, power: float = 0.0, num_outputs: int = 1, on_invalid: str = "error") -> Metric:
     """Mean deviance ``1/n sum_i d_power(t_i, p_i)`` of the Tweedie family.
 
     ``power``: 0 normal (squared error), 1 Poisson ``2(t log(t/p) + p - t)``,

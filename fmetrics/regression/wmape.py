@@ -9,6 +9,7 @@ from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.regression.mape import EPSILON
 from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.recipe import factory
 
 
 class WMAPEState(NamedTuple):
@@ -16,7 +17,8 @@ class WMAPEState(NamedTuple):
     scale: torch.Tensor  # float64 (D,): sum |t|
 
 
-def weighted_mean_absolute_percentage_error(num_outputs: int = 1) -> Metric:
+@factory
+def weighted_mean_absolute_percentage_error(*, num_outputs: int = 1) -> Metric:
     """WMAPE ``sum_i |p_i - t_i| / max(sum_i |t_i|, 1.17e-6)``.
 
     Example::

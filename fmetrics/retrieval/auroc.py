@@ -9,9 +9,11 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, segment_sum
+from fmetrics.recipe import factory
 
 
-def retrieval_auroc(
+@factory
+def retrieval_auroc(*, 
     top_k: Optional[int] = None,
     max_fpr: Optional[float] = None,
     empty_target_action: str = "neg",

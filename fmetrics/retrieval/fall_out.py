@@ -8,9 +8,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
+from fmetrics.recipe import factory
 
 
-def retrieval_fall_out(
+@factory
+def retrieval_fall_out(*, 
     top_k: Optional[int] = None,
     empty_target_action: str = "pos",
     ignore_index: Optional[int] = None,

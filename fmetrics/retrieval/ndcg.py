@@ -8,6 +8,7 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, positions, sort_rows
+from fmetrics.recipe import factory
 
 
 def _discount_table(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
@@ -63,7 +64,8 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
         0, query, gain * discount[rank.clamp(max=discount.shape[0] - 1)])
 
 
-def retrieval_normalized_dcg(
+@factory
+def retrieval_normalized_dcg(*, 
     top_k: Optional[int] = None,
     empty_target_action: str = "neg",
     ignore_index: Optional[int] = None,

@@ -8,9 +8,11 @@ import torch
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
+from fmetrics.recipe import factory
 
 
-def retrieval_precision(
+@factory
+def retrieval_precision(*, 
     top_k: Optional[int] = None,
     adaptive_k: bool = False,
     empty_target_action: str = "neg",

@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.retrieval import _base, _state
 from fmetrics.retrieval._ranking import ranking
+from fmetrics.recipe import factory
 
 
 def _curves(name, state, max_k, adaptive_k, empty_target_action, ignore_index):
@@ -37,7 +38,8 @@ def _check(name, max_k, adaptive_k, empty_target_action, ignore_index, aggregati
     _base.check_common(name, empty_target_action, ignore_index, aggregation)
 
 
-def retrieval_precision_recall_curve(
+@factory
+def retrieval_precision_recall_curve(*, 
     max_k: Optional[int] = None,
     adaptive_k: bool = False,
     empty_target_action: str = "neg",
@@ -67,7 +69,8 @@ def retrieval_precision_recall_curve(
     return _base.make(name, finalize, ignore_index)
 
 
-def retrieval_recall_at_fixed_precision(
+@factory
+def retrieval_recall_at_fixed_precision(*, 
     min_precision: float = 0.0,
     max_k: Optional[int] = None,
     adaptive_k: bool = False,

@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks
 from fmetrics.wrappers import _draws, _rows
+from fmetrics.recipe import factory
 
 SAMPLINGS = ("poisson", "multinomial")
 
@@ -25,6 +26,7 @@ def _stream_id() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
+@factory
 def bootstrap(
     metric: Metric,
     num_samples: int = 100,

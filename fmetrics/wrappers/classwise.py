@@ -7,8 +7,10 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 
+@factory
 def classwise(
     metric: Metric,
     labels: Optional[Sequence[str]] = None,

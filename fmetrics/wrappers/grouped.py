@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import cat_chunks
 from fmetrics.wrappers import _rows
+from fmetrics.recipe import factory
 
 
 class GroupedState(NamedTuple):
@@ -17,6 +18,7 @@ class GroupedState(NamedTuple):
     out_of_range: torch.Tensor  # int64: rows whose group index is outside [0, num_groups)
 
 
+@factory
 def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = None) -> Metric:
     """``metric`` evaluated separately on each group of rows: ``update(state, group, *inputs)``.
 

@@ -8,6 +8,7 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype
+from fmetrics.recipe import factory
 
 
 class MinMaxState(NamedTuple):
@@ -16,6 +17,7 @@ class MinMaxState(NamedTuple):
     high: torch.Tensor  # largest value of the finished rounds (-inf before any)
 
 
+@factory
 def min_max(metric: Metric) -> Metric:
     """``{"raw", "min", "max"}``: a scalar metric's value and its extrema across rounds.
 

@@ -9,6 +9,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import device_of, stack, tree_map
 from fmetrics.wrappers import _rows
+from fmetrics.recipe import factory
 
 
 class MultioutputState(NamedTuple):
@@ -16,6 +17,7 @@ class MultioutputState(NamedTuple):
     keep: tuple  # int64 chunks (num_outputs, B): 1 where a stored row had no NaN (remove_nans, cat metrics)
 
 
+@factory
 def multioutput(
     metric: Metric,
     num_outputs: int,

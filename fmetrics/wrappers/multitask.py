@@ -5,8 +5,10 @@ from typing import Mapping
 
 from fmetrics import validation
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 
+@factory
 def multitask(metrics: Mapping[str, Metric], prefix: str = "", postfix: str = "") -> Metric:
     """``{prefix + task + postfix: value}`` with ``update(state, *inputs)`` where every input is a dict by task.
 

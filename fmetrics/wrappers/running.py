@@ -6,12 +6,14 @@ from typing import NamedTuple
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import device_of, fold
+from fmetrics.recipe import factory
 
 
 class RunningState(NamedTuple):
     slots: tuple  # ``window`` wrapped states, one per recent update, oldest first (init() until filled)
 
 
+@factory
 def running(metric: Metric, window: int = 5) -> Metric:
     """``metric`` over the last ``window`` calls to ``update`` (torchmetrics' ``Running``).
 

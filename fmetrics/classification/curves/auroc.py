@@ -8,6 +8,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_auroc", "multiclass_auroc", "multilabel_auroc", "auroc"]
 
@@ -36,7 +37,7 @@ def _exact_auroc(fam, state, average: str) -> torch.Tensor:
 
 
 def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
-    fpr, tpr, _ = _curve.roc(counts, name)
+    fpr, tpr, _ = _curve.roc(task=counts, thresholds=name)
     if max_fpr is None or max_fpr == 1 or not bool(fpr.sum() > 0) or not bool(tpr.sum() > 0):
         return _curve.auc(fpr, tpr)
     return _partial(fpr, tpr, max_fpr)
@@ -55,7 +56,8 @@ def multi_auroc(fam, state, average: str) -> torch.Tensor:
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
 
 
-def binary_auroc(max_fpr=None, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_auroc(*, max_fpr=None, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Area under the ROC curve, ``P(score_pos > score_neg) + P(tie) / 2`` when exact.
 
     ``max_fpr`` in (0, 1]: the McClish-standardized partial AUC up to that
@@ -84,7 +86,8 @@ def binary_auroc(max_fpr=None, thresholds=None, ignore_index=None, validate_args
     return fam.metric(finalize)
 
 
-def multiclass_auroc(num_classes, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multiclass_auroc(*, num_classes, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """One-vs-rest AUROC per class, reduced by ``average`` (``"macro"``, ``"weighted"`` by support, ``"none"``).
 
     A class absent from target scores 0 (torchmetrics) and counts in the macro mean.
@@ -94,19 +97,21 @@ def multiclass_auroc(num_classes, average="macro", thresholds=None, ignore_index
     return fam.metric(lambda state: multi_auroc(fam, state, average))
 
 
-def multilabel_auroc(num_labels, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_auroc(*, num_labels, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """AUROC per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
     fam = family("multilabel_auroc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("micro", "macro", "weighted", "none"))
     return fam.metric(lambda state: multi_auroc(fam, state, average))
 
 
-def auroc(task, thresholds=None, num_classes=None, num_labels=None, average="macro", max_fpr=None,
+@factory
+def auroc(*, task, thresholds=None, num_classes=None, num_labels=None, average="macro", max_fpr=None,
           ignore_index=None, validate_args=True) -> Metric:
     """Task facade for AUROC."""
     task = check_task("auroc", task)
     if task == "binary":
-        return binary_auroc(max_fpr, thresholds, ignore_index, validate_args)
+        return binary_auroc(max_fpr=max_fpr, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_auroc(num_classes, average, thresholds, ignore_index, validate_args)
-    return multilabel_auroc(num_labels, average, thresholds, ignore_index, validate_args)
+        return multiclass_auroc(num_classes=num_classes, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_auroc(num_labels=num_labels, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

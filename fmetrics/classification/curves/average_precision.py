@@ -7,6 +7,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_average_precision", "multiclass_average_precision", "multilabel_average_precision",
            "average_precision"]
@@ -14,7 +15,7 @@ __all__ = ["binary_average_precision", "multiclass_average_precision", "multilab
 
 def _column(counts, name: str, absent: float = 1.0) -> torch.Tensor:
     precision, recall, _ = _curve.pr(counts, name, absent)
-    return _curve.average_precision(precision, recall, counts.exact)
+    return _curve.average_precision(task=precision, thresholds=recall, num_classes=counts.exact)
 
 
 def multi_ap(fam, state, average: str) -> torch.Tensor:
@@ -28,7 +29,8 @@ def multi_ap(fam, state, average: str) -> torch.Tensor:
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
 
 
-def binary_average_precision(thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_average_precision(*, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Average precision (scikit-learn's ``average_precision_score`` when exact; no interpolation).
 
     Hard 0/1 predictions trigger a warning at ``finalize``.
@@ -42,7 +44,8 @@ def binary_average_precision(thresholds=None, ignore_index=None, validate_args=T
     return fam.metric(lambda state: multi_ap(fam, state, "none")[0])
 
 
-def multiclass_average_precision(num_classes, average="macro", thresholds=None, ignore_index=None,
+@factory
+def multiclass_average_precision(*, num_classes, average="macro", thresholds=None, ignore_index=None,
                                  validate_args=True) -> Metric:
     """One-vs-rest AP per class, reduced by ``average`` (``"macro"``, ``"weighted"``, ``"none"``)."""
     fam = family("multiclass_average_precision", "multiclass", num_classes, thresholds, ignore_index, validate_args)
@@ -50,7 +53,8 @@ def multiclass_average_precision(num_classes, average="macro", thresholds=None, 
     return fam.metric(lambda state: multi_ap(fam, state, average))
 
 
-def multilabel_average_precision(num_labels, average="macro", thresholds=None, ignore_index=None,
+@factory
+def multilabel_average_precision(*, num_labels, average="macro", thresholds=None, ignore_index=None,
                                  validate_args=True) -> Metric:
     """AP per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
     fam = family("multilabel_average_precision", "multilabel", num_labels, thresholds, ignore_index, validate_args)
@@ -58,12 +62,13 @@ def multilabel_average_precision(num_labels, average="macro", thresholds=None, i
     return fam.metric(lambda state: multi_ap(fam, state, average))
 
 
-def average_precision(task, thresholds=None, num_classes=None, num_labels=None, average="macro",
+@factory
+def average_precision(*, task, thresholds=None, num_classes=None, num_labels=None, average="macro",
                       ignore_index=None, validate_args=True) -> Metric:
     """Task facade for average precision."""
     task = check_task("average_precision", task)
     if task == "binary":
-        return binary_average_precision(thresholds, ignore_index, validate_args)
+        return binary_average_precision(thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_average_precision(num_classes, average, thresholds, ignore_index, validate_args)
-    return multilabel_average_precision(num_labels, average, thresholds, ignore_index, validate_args)
+        return multiclass_average_precision(num_classes=num_classes, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_average_precision(num_labels=num_labels, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

@@ -24,6 +24,7 @@ from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["binary_calibration_error", "multiclass_calibration_error", "calibration_error"]
 
@@ -91,7 +92,8 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
                   state_key=("calibration", task, num, n_bins, ignore_index, validate_args), reductions=tags)
 
 
-def binary_calibration_error(n_bins=15, norm="l1", ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_calibration_error(*, n_bins=15, norm="l1", ignore_index=None, validate_args=True) -> Metric:
     """Calibration error of positive-class probabilities (logits get a sigmoid), see the module docstring.
 
     Example::
@@ -103,16 +105,18 @@ def binary_calibration_error(n_bins=15, norm="l1", ignore_index=None, validate_a
     return _make("binary_calibration_error", "binary", 1, n_bins, norm, ignore_index, validate_args)
 
 
-def multiclass_calibration_error(num_classes, n_bins=15, norm="l1", ignore_index=None,
+@factory
+def multiclass_calibration_error(*, num_classes, n_bins=15, norm="l1", ignore_index=None,
                                  validate_args=True) -> Metric:
     """Calibration error of the top-class probability (logits get a softmax), see the module docstring."""
     return _make("multiclass_calibration_error", "multiclass", num_classes, n_bins, norm, ignore_index,
                  validate_args)
 
 
-def calibration_error(task, n_bins=15, norm="l1", num_classes=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def calibration_error(*, task, n_bins=15, norm="l1", num_classes=None, ignore_index=None, validate_args=True) -> Metric:
     """Task facade (``"binary"`` or ``"multiclass"``) for the calibration error."""
     task = check_task("calibration_error", task, ("binary", "multiclass"))
     if task == "binary":
-        return binary_calibration_error(n_bins, norm, ignore_index, validate_args)
-    return multiclass_calibration_error(num_classes, n_bins, norm, ignore_index, validate_args)
+        return binary_calibration_error(n_bins=n_bins, norm=norm, ignore_index=ignore_index, validate_args=validate_args)
+    return multiclass_calibration_error(num_classes=num_classes, n_bins=n_bins, norm=norm, ignore_index=ignore_index, validate_args=validate_args)

@@ -7,6 +7,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.classification.curves.roc import check_task, multi_roc
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_eer", "multiclass_eer", "multilabel_eer", "eer"]
 
@@ -24,7 +25,8 @@ def _multi(fam, state, average: str) -> torch.Tensor:
     return torch.stack([_eer(f, t) for f, t in zip(fpr, tpr)])
 
 
-def binary_eer(thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_eer(*, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Equal error rate of the binary ROC curve (first point of smallest ``|fpr - fnr|``).
 
     Example::
@@ -33,28 +35,31 @@ def binary_eer(thresholds=None, ignore_index=None, validate_args=True) -> Metric
         tensor(0.5000, dtype=torch.float64)
     """
     fam = family("binary_eer", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _eer(*_curve.roc(fam.counts(state)[0], fam.name)[:2]))
+    return fam.metric(lambda state: _eer(*_curve.roc(task=fam.counts(state)[0], thresholds=fam.name)[:2]))
 
 
-def multiclass_eer(num_classes, thresholds=None, average=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multiclass_eer(*, num_classes, thresholds=None, average=None, ignore_index=None, validate_args=True) -> Metric:
     """EER per class (``average=None``), of the pooled (``"micro"``) or macro-averaged ROC curve."""
     fam = family("multiclass_eer", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("none", "micro", "macro"))
     return fam.metric(lambda state: _multi(fam, state, average))
 
 
-def multilabel_eer(num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_eer(*, num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """EER per label."""
     fam = family("multilabel_eer", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     return fam.metric(lambda state: _multi(fam, state, "none"))
 
 
-def eer(task, thresholds=None, num_classes=None, num_labels=None, average=None, ignore_index=None,
+@factory
+def eer(*, task, thresholds=None, num_classes=None, num_labels=None, average=None, ignore_index=None,
         validate_args=True) -> Metric:
     """Task facade for the equal error rate."""
     task = check_task("eer", task)
     if task == "binary":
-        return binary_eer(thresholds, ignore_index, validate_args)
+        return binary_eer(thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_eer(num_classes, thresholds, average, ignore_index, validate_args)
-    return multilabel_eer(num_labels, thresholds, ignore_index, validate_args)
+        return multiclass_eer(num_classes=num_classes, thresholds=thresholds, average=average, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_eer(num_labels=num_labels, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

@@ -22,6 +22,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_fraction, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_recall_at_fixed_precision", "multiclass_recall_at_fixed_precision",
@@ -58,7 +59,7 @@ def _on_pr(counts, fam, floor, best_recall: bool):
 
 
 def _on_roc(counts, fam, floor, best_sensitivity: bool):
-    fpr, tpr, thr = _curve.roc(counts, fam.name)
+    fpr, tpr, thr = _curve.roc(task=counts, thresholds=fam.name)
     value, limit = (tpr, 1 - fpr) if best_sensitivity else (1 - fpr, tpr)
     ok = limit >= floor
     if not bool(ok.any()):
@@ -96,7 +97,8 @@ def _facade(kind: str, task, floor, thresholds, num_classes, num_labels, ignore_
     return _make(kind, task, num, floor, thresholds, ignore_index, validate_args)
 
 
-def binary_recall_at_fixed_precision(min_precision, thresholds=None, ignore_index=None, validate_args=True):
+@factory
+def binary_recall_at_fixed_precision(*, min_precision, thresholds=None, ignore_index=None, validate_args=True):
     """``(recall, threshold)``: the highest recall with ``precision >= min_precision``.
 
     Example::
@@ -108,28 +110,32 @@ def binary_recall_at_fixed_precision(min_precision, thresholds=None, ignore_inde
     return _make("recall_at_fixed_precision", "binary", 1, min_precision, thresholds, ignore_index, validate_args)
 
 
-def multiclass_recall_at_fixed_precision(num_classes, min_precision, thresholds=None, ignore_index=None,
+@factory
+def multiclass_recall_at_fixed_precision(*, num_classes, min_precision, thresholds=None, ignore_index=None,
                                          validate_args=True):
     """Per class (one-vs-rest): ``(recalls (C,), thresholds (C,))``."""
     return _make("recall_at_fixed_precision", "multiclass", num_classes, min_precision, thresholds, ignore_index,
                  validate_args)
 
 
-def multilabel_recall_at_fixed_precision(num_labels, min_precision, thresholds=None, ignore_index=None,
+@factory
+def multilabel_recall_at_fixed_precision(*, num_labels, min_precision, thresholds=None, ignore_index=None,
                                          validate_args=True):
     """Per label: ``(recalls (L,), thresholds (L,))``."""
     return _make("recall_at_fixed_precision", "multilabel", num_labels, min_precision, thresholds, ignore_index,
                  validate_args)
 
 
-def recall_at_fixed_precision(task, min_precision, thresholds=None, num_classes=None, num_labels=None,
+@factory
+def recall_at_fixed_precision(*, task, min_precision, thresholds=None, num_classes=None, num_labels=None,
                               ignore_index=None, validate_args=True):
     """Task facade for recall at fixed precision."""
     return _facade("recall_at_fixed_precision", task, min_precision, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
-def binary_precision_at_fixed_recall(min_recall, thresholds=None, ignore_index=None, validate_args=True):
+@factory
+def binary_precision_at_fixed_recall(*, min_recall, thresholds=None, ignore_index=None, validate_args=True):
     """``(precision, threshold)``: the highest precision with ``recall >= min_recall``.
 
     Example::
@@ -141,28 +147,32 @@ def binary_precision_at_fixed_recall(min_recall, thresholds=None, ignore_index=N
     return _make("precision_at_fixed_recall", "binary", 1, min_recall, thresholds, ignore_index, validate_args)
 
 
-def multiclass_precision_at_fixed_recall(num_classes, min_recall, thresholds=None, ignore_index=None,
+@factory
+def multiclass_precision_at_fixed_recall(*, num_classes, min_recall, thresholds=None, ignore_index=None,
                                          validate_args=True):
     """Per class (one-vs-rest): ``(precisions (C,), thresholds (C,))``."""
     return _make("precision_at_fixed_recall", "multiclass", num_classes, min_recall, thresholds, ignore_index,
                  validate_args)
 
 
-def multilabel_precision_at_fixed_recall(num_labels, min_recall, thresholds=None, ignore_index=None,
+@factory
+def multilabel_precision_at_fixed_recall(*, num_labels, min_recall, thresholds=None, ignore_index=None,
                                          validate_args=True):
     """Per label: ``(precisions (L,), thresholds (L,))``."""
     return _make("precision_at_fixed_recall", "multilabel", num_labels, min_recall, thresholds, ignore_index,
                  validate_args)
 
 
-def precision_at_fixed_recall(task, min_recall, thresholds=None, num_classes=None, num_labels=None,
+@factory
+def precision_at_fixed_recall(*, task, min_recall, thresholds=None, num_classes=None, num_labels=None,
                               ignore_index=None, validate_args=True):
     """Task facade for precision at fixed recall."""
     return _facade("precision_at_fixed_recall", task, min_recall, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
-def binary_sensitivity_at_specificity(min_specificity, thresholds=None, ignore_index=None, validate_args=True):
+@factory
+def binary_sensitivity_at_specificity(*, min_specificity, thresholds=None, ignore_index=None, validate_args=True):
     """``(sensitivity, threshold)``: the highest tpr with ``1 - fpr >= min_specificity``.
 
     Example::
@@ -175,28 +185,32 @@ def binary_sensitivity_at_specificity(min_specificity, thresholds=None, ignore_i
                  validate_args)
 
 
-def multiclass_sensitivity_at_specificity(num_classes, min_specificity, thresholds=None, ignore_index=None,
+@factory
+def multiclass_sensitivity_at_specificity(*, num_classes, min_specificity, thresholds=None, ignore_index=None,
                                           validate_args=True):
     """Per class (one-vs-rest): ``(sensitivities (C,), thresholds (C,))``."""
     return _make("sensitivity_at_specificity", "multiclass", num_classes, min_specificity, thresholds,
                  ignore_index, validate_args)
 
 
-def multilabel_sensitivity_at_specificity(num_labels, min_specificity, thresholds=None, ignore_index=None,
+@factory
+def multilabel_sensitivity_at_specificity(*, num_labels, min_specificity, thresholds=None, ignore_index=None,
                                           validate_args=True):
     """Per label: ``(sensitivities (L,), thresholds (L,))``."""
     return _make("sensitivity_at_specificity", "multilabel", num_labels, min_specificity, thresholds,
                  ignore_index, validate_args)
 
 
-def sensitivity_at_specificity(task, min_specificity, thresholds=None, num_classes=None, num_labels=None,
+@factory
+def sensitivity_at_specificity(*, task, min_specificity, thresholds=None, num_classes=None, num_labels=None,
                                ignore_index=None, validate_args=True):
     """Task facade for sensitivity at specificity."""
     return _facade("sensitivity_at_specificity", task, min_specificity, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
-def binary_specificity_at_sensitivity(min_sensitivity, thresholds=None, ignore_index=None, validate_args=True):
+@factory
+def binary_specificity_at_sensitivity(*, min_sensitivity, thresholds=None, ignore_index=None, validate_args=True):
     """``(specificity, threshold)``: the highest ``1 - fpr`` with ``tpr >= min_sensitivity``.
 
     Example::
@@ -209,21 +223,24 @@ def binary_specificity_at_sensitivity(min_sensitivity, thresholds=None, ignore_i
                  validate_args)
 
 
-def multiclass_specificity_at_sensitivity(num_classes, min_sensitivity, thresholds=None, ignore_index=None,
+@factory
+def multiclass_specificity_at_sensitivity(*, num_classes, min_sensitivity, thresholds=None, ignore_index=None,
                                           validate_args=True):
     """Per class (one-vs-rest): ``(specificities (C,), thresholds (C,))``."""
     return _make("specificity_at_sensitivity", "multiclass", num_classes, min_sensitivity, thresholds,
                  ignore_index, validate_args)
 
 
-def multilabel_specificity_at_sensitivity(num_labels, min_sensitivity, thresholds=None, ignore_index=None,
+@factory
+def multilabel_specificity_at_sensitivity(*, num_labels, min_sensitivity, thresholds=None, ignore_index=None,
                                           validate_args=True):
     """Per label: ``(specificities (L,), thresholds (L,))``."""
     return _make("specificity_at_sensitivity", "multilabel", num_labels, min_sensitivity, thresholds,
                  ignore_index, validate_args)
 
 
-def specificity_at_sensitivity(task, min_sensitivity, thresholds=None, num_classes=None, num_labels=None,
+@factory
+def specificity_at_sensitivity(*, task, min_sensitivity, thresholds=None, num_classes=None, num_labels=None,
                                ignore_index=None, validate_args=True):
     """Task facade for specificity at sensitivity."""
     return _facade("specificity_at_sensitivity", task, min_sensitivity, thresholds, num_classes, num_labels,

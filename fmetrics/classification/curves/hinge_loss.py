@@ -17,6 +17,7 @@ from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["binary_hinge_loss", "multiclass_hinge_loss", "hinge_loss"]
 
@@ -75,7 +76,8 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
                   state_key=("hinge", task, num, squared, mode, ignore_index, validate_args), reductions=tags)
 
 
-def binary_hinge_loss(squared=False, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_hinge_loss(*, squared=False, ignore_index=None, validate_args=True) -> Metric:
     """Mean binary hinge loss over probabilities (see the module docstring).
 
     Example::
@@ -86,17 +88,19 @@ def binary_hinge_loss(squared=False, ignore_index=None, validate_args=True) -> M
     return _make("binary_hinge_loss", "binary", 1, squared, None, ignore_index, validate_args)
 
 
-def multiclass_hinge_loss(num_classes, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
+@factory
+def multiclass_hinge_loss(*, num_classes, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
                           validate_args=True) -> Metric:
     """Mean multiclass hinge loss: a scalar (Crammer-Singer) or one loss per class (one-vs-all)."""
     return _make("multiclass_hinge_loss", "multiclass", num_classes, squared, multiclass_mode, ignore_index,
                  validate_args)
 
 
-def hinge_loss(task, num_classes=None, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
+@factory
+def hinge_loss(*, task, num_classes=None, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
                validate_args=True) -> Metric:
     """Task facade (``"binary"`` or ``"multiclass"``) for the hinge loss."""
     task = check_task("hinge_loss", task, ("binary", "multiclass"))
     if task == "binary":
-        return binary_hinge_loss(squared, ignore_index, validate_args)
-    return multiclass_hinge_loss(num_classes, squared, multiclass_mode, ignore_index, validate_args)
+        return binary_hinge_loss(squared=squared, ignore_index=ignore_index, validate_args=validate_args)
+    return multiclass_hinge_loss(num_classes=num_classes, squared=squared, multiclass_mode=multiclass_mode, ignore_index=ignore_index, validate_args=validate_args)

@@ -10,6 +10,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_logauc", "multiclass_logauc", "multilabel_logauc", "logauc"]
 
@@ -45,12 +46,13 @@ def _logauc(fpr: torch.Tensor, tpr: torch.Tensor, fpr_range: tuple, name: str) -
 
 
 def _multi(fam, state, fpr_range, average: str) -> torch.Tensor:
-    curves = [_curve.roc(c, fam.name) for c in fam.counts(state)]
+    curves = [_curve.roc(task=c, thresholds=fam.name) for c in fam.counts(state)]
     values = torch.stack([_logauc(f, t, fpr_range, fam.name) for f, t, _ in curves])
     return _curve.reduce(values, average, None, fam.name)
 
 
-def binary_logauc(fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_logauc(*, fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Log-AUC: ``int tpr d(log10 fpr) / (log10 high - log10 low)`` over ``fpr_range = (low, high)``.
 
     The ROC curve is interpolated linearly (in fpr) at both bounds; tpr and
@@ -66,7 +68,8 @@ def binary_logauc(fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None, va
     return fam.metric(lambda state: _multi(fam, state, fpr_range, "none")[0])
 
 
-def multiclass_logauc(num_classes, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
+@factory
+def multiclass_logauc(*, num_classes, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
                       validate_args=True) -> Metric:
     """One-vs-rest log-AUC per class, ``average`` ``"macro"`` or ``"none"``."""
     fam = family("multiclass_logauc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
@@ -75,7 +78,8 @@ def multiclass_logauc(num_classes, fpr_range=(0.001, 0.1), average="macro", thre
     return fam.metric(lambda state: _multi(fam, state, fpr_range, average))
 
 
-def multilabel_logauc(num_labels, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
+@factory
+def multilabel_logauc(*, num_labels, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
                       validate_args=True) -> Metric:
     """Log-AUC per label, ``average`` ``"macro"`` or ``"none"``."""
     fam = family("multilabel_logauc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
@@ -84,12 +88,13 @@ def multilabel_logauc(num_labels, fpr_range=(0.001, 0.1), average="macro", thres
     return fam.metric(lambda state: _multi(fam, state, fpr_range, average))
 
 
-def logauc(task, thresholds=None, num_classes=None, num_labels=None, fpr_range=(0.001, 0.1), average=None,
+@factory
+def logauc(*, task, thresholds=None, num_classes=None, num_labels=None, fpr_range=(0.001, 0.1), average=None,
            ignore_index=None, validate_args=True) -> Metric:
     """Task facade for log-AUC (``average=None``: per class / label, as torchmetrics' facade)."""
     task = check_task("logauc", task)
     if task == "binary":
-        return binary_logauc(fpr_range, thresholds, ignore_index, validate_args)
+        return binary_logauc(fpr_range=fpr_range, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_logauc(num_classes, fpr_range, average, thresholds, ignore_index, validate_args)
-    return multilabel_logauc(num_labels, fpr_range, average, thresholds, ignore_index, validate_args)
+        return multiclass_logauc(num_classes=num_classes, fpr_range=fpr_range, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_logauc(num_labels=num_labels, fpr_range=fpr_range, average=average, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

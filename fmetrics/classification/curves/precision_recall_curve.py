@@ -7,6 +7,7 @@ from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = [
     "binary_precision_recall_curve",
@@ -30,7 +31,8 @@ def multi_pr(fam, state, average: str):
     return _curve.stack(precision, exact), _curve.stack(recall, exact), (list(thr) if exact else thr[0])
 
 
-def binary_precision_recall_curve(thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_precision_recall_curve(*, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Binary precision-recall curve ``(precision, recall, thresholds)``.
 
     Exact: one point per distinct score in increasing threshold order, then
@@ -49,7 +51,8 @@ def binary_precision_recall_curve(thresholds=None, ignore_index=None, validate_a
     return fam.metric(lambda state: _curve.pr(fam.counts(state)[0], fam.name))
 
 
-def multiclass_precision_recall_curve(num_classes, thresholds=None, average=None, ignore_index=None,
+@factory
+def multiclass_precision_recall_curve(*, num_classes, thresholds=None, average=None, ignore_index=None,
                                       validate_args=True) -> Metric:
     """One-vs-rest PR curve per class; ``average`` ``"micro"`` pools, ``"macro"`` interpolates and averages."""
     fam = family("multiclass_precision_recall_curve", "multiclass", num_classes, thresholds, ignore_index,
@@ -58,19 +61,21 @@ def multiclass_precision_recall_curve(num_classes, thresholds=None, average=None
     return fam.metric(lambda state: multi_pr(fam, state, average))
 
 
-def multilabel_precision_recall_curve(num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_precision_recall_curve(*, num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """PR curve per label (lists when exact, ``(L, T + 1)`` tensors when binned)."""
     fam = family("multilabel_precision_recall_curve", "multilabel", num_labels, thresholds, ignore_index,
                  validate_args)
     return fam.metric(lambda state: multi_pr(fam, state, "none"))
 
 
-def precision_recall_curve(task, thresholds=None, num_classes=None, num_labels=None, average=None,
+@factory
+def precision_recall_curve(*, task, thresholds=None, num_classes=None, num_labels=None, average=None,
                            ignore_index=None, validate_args=True) -> Metric:
     """Task facade for the precision-recall curve."""
     task = check_task("precision_recall_curve", task)
     if task == "binary":
-        return binary_precision_recall_curve(thresholds, ignore_index, validate_args)
+        return binary_precision_recall_curve(thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_precision_recall_curve(num_classes, thresholds, average, ignore_index, validate_args)
-    return multilabel_precision_recall_curve(num_labels, thresholds, ignore_index, validate_args)
+        return multiclass_precision_recall_curve(num_classes=num_classes, thresholds=thresholds, average=average, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_precision_recall_curve(num_labels=num_labels, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

@@ -23,6 +23,7 @@ from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.metric import Metric
 from fmetrics.state import merge_fields
+from fmetrics.recipe import factory
 
 __all__ = ["multilabel_ranking_average_precision", "multilabel_ranking_loss", "multilabel_coverage_error"]
 
@@ -82,7 +83,8 @@ def _make(name: str, field: str, num_labels, ignore_index, validate_args) -> Met
                   state_key=("multilabel_ranking", num_labels, ignore_index, validate_args), reductions=tags)
 
 
-def multilabel_ranking_average_precision(num_labels, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_ranking_average_precision(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
     """Label ranking average precision (scikit-learn's ``label_ranking_average_precision_score``).
 
     Example::
@@ -94,11 +96,13 @@ def multilabel_ranking_average_precision(num_labels, ignore_index=None, validate
     return _make("multilabel_ranking_average_precision", "precision", num_labels, ignore_index, validate_args)
 
 
-def multilabel_ranking_loss(num_labels, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_ranking_loss(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
     """Label ranking loss (scikit-learn's ``label_ranking_loss``): wrongly ordered pairs, ties count as wrong."""
     return _make("multilabel_ranking_loss", "loss", num_labels, ignore_index, validate_args)
 
 
-def multilabel_coverage_error(num_labels, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_coverage_error(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
     """Coverage error (scikit-learn's ``coverage_error``): how deep the ranking goes to cover every relevant label."""
     return _make("multilabel_coverage_error", "coverage", num_labels, ignore_index, validate_args)

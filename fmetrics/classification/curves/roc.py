@@ -7,6 +7,7 @@ from fmetrics import validation
 from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import check_average, family
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 
 __all__ = ["binary_roc", "multiclass_roc", "multilabel_roc", "roc"]
 
@@ -23,17 +24,18 @@ def macro_roc(curves: list, exact: bool):
 def multi_roc(fam, state, average: str):
     """``average``: ``"none"`` (per column), ``"micro"`` (pooled) or ``"macro"`` (`macro_roc`)."""
     if average == "micro":
-        return _curve.roc(fam.pooled(state), fam.name)
+        return _curve.roc(task=fam.pooled(state), thresholds=fam.name)
     counts = fam.counts(state)
     exact = counts[0].exact
-    curves = [_curve.roc(c, fam.name) for c in counts]
+    curves = [_curve.roc(task=c, thresholds=fam.name) for c in counts]
     if average == "macro":
         return macro_roc(curves, exact)
     fpr, tpr, thr = zip(*curves)
     return _curve.stack(fpr, exact), _curve.stack(tpr, exact), (list(thr) if exact else thr[0])
 
 
-def binary_roc(thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def binary_roc(*, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """Binary ROC curve ``(fpr, tpr, thresholds)``.
 
     Exact (``thresholds=None``): one point per distinct score, decreasing,
@@ -49,10 +51,11 @@ def binary_roc(thresholds=None, ignore_index=None, validate_args=True) -> Metric
         (tensor([0.0000, 0.0000, 0.5000, 0.5000, 1.0000], ...), tensor([0.0000, 0.5000, 0.5000, 1.0000, 1.0000], ...))
     """
     fam = family("binary_roc", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _curve.roc(fam.counts(state)[0], fam.name))
+    return fam.metric(lambda state: _curve.roc(task=fam.counts(state)[0], thresholds=fam.name))
 
 
-def multiclass_roc(num_classes, thresholds=None, average=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multiclass_roc(*, num_classes, thresholds=None, average=None, ignore_index=None, validate_args=True) -> Metric:
     """One-vs-rest ROC curve per class (``average=None``: lists when exact, ``(C, T)`` tensors when binned).
 
     ``average="micro"``: the curve of all (class score, is-that-class) pairs
@@ -64,7 +67,8 @@ def multiclass_roc(num_classes, thresholds=None, average=None, ignore_index=None
     return fam.metric(lambda state: multi_roc(fam, state, average))
 
 
-def multilabel_roc(num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@factory
+def multilabel_roc(*, num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """ROC curve per label (lists when exact, ``(L, T)`` tensors when binned)."""
     fam = family("multilabel_roc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     return fam.metric(lambda state: multi_roc(fam, state, "none"))
@@ -74,12 +78,13 @@ def check_task(name: str, task, allowed=("binary", "multiclass", "multilabel")) 
     return validation.check_policy(name, "task", task, allowed)
 
 
-def roc(task, thresholds=None, num_classes=None, num_labels=None, average=None, ignore_index=None,
+@factory
+def roc(*, task, thresholds=None, num_classes=None, num_labels=None, average=None, ignore_index=None,
         validate_args=True) -> Metric:
     """Task facade: `binary_roc`, `multiclass_roc` or `multilabel_roc`."""
     task = check_task("roc", task)
     if task == "binary":
-        return binary_roc(thresholds, ignore_index, validate_args)
+        return binary_roc(thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
     if task == "multiclass":
-        return multiclass_roc(num_classes, thresholds, average, ignore_index, validate_args)
-    return multilabel_roc(num_labels, thresholds, ignore_index, validate_args)
+        return multiclass_roc(num_classes=num_classes, thresholds=thresholds, average=average, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_roc(num_labels=num_labels, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)
