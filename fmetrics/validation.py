@@ -68,7 +68,7 @@ def eager_check_applies(inputs, kwargs) -> bool:
         return m == "eager"
     if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return False
-    return all(x.device.type == "cpu" and not torch._C._is_functional_tensor(x) for x in _tensors(inputs, kwargs))
+    return all(x.device.type == "cpu" and not torch._is_functional_tensor(x) for x in _tensors(inputs, kwargs))
 
 
 def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:
