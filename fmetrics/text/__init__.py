@@ -1,0 +1,23 @@
+"""Text metrics (torchmetrics' functional names and options) over Python strings.
+
+These are host-input metrics (DESIGN §2.5): `update` tokenizes and aligns the
+strings and keeps only int64 / float64 counts in the state, which merge by
+addition, so distributed results are exact. Edit distances and alignments run
+in rapidfuzz and n-grams are counted with array operations; sacrebleu
+provides the sacreBLEU / TER tokenizers: ``pip install 'fmetrics[text]'``.
+"""
+from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rate, word_information_lost,
+                               word_information_preserved)
+from fmetrics.text.bleu import bleu_score, sacre_bleu_score
+from fmetrics.text.edit import edit_distance
+
+__all__ = [
+    "bleu_score",
+    "char_error_rate",
+    "edit_distance",
+    "match_error_rate",
+    "word_error_rate",
+    "word_information_lost",
+    "word_information_preserved",
+    "sacre_bleu_score",
+]

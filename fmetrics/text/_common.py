@@ -1,0 +1,140 @@
+"""Shared pieces of the text metrics: input checks, optional imports, count states.
+
+Text metrics are host-input metrics (DESIGN §2.5): `update` tokenizes and
+aligns Python strings and folds the result into a state of int64 / float64
+counts, which merges by addition. Every input check runs before the state is
+touched and names the metric and the argument.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, NamedTuple, Sequence
+
+import torch
+
+from fmetrics import validation
+from fmetrics.family import Family
+from fmetrics.state import cat_chunks
+
+__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "empty_check", "zeros_i",
+           "zeros_f", "SentenceScores", "cat_scores"]
+
+
+def require(metric: str, module: str, package: str | None = None, extra: str = "text"):
+    """Imports an optional module or raises naming the metric and the extra that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            f"{metric} needs {package or module}: pip install 'fmetrics[{extra}]'") from None
+
+
+def _kind(x: Any) -> str:
+    return type(x).__name__
+
+
+def sentences(metric: str, arg: str, x: Any) -> list:
+    """``x`` as a list of strings: one string is one sentence; anything else must be a list/tuple of strings."""
+    if isinstance(x, str):
+        return [x]
+    if not isinstance(x, (list, tuple)):
+        raise validation.fail(metric, arg, "a string or a list of strings", _kind(x))
+    for i, s in enumerate(x):
+        if not isinstance(s, str):
+            raise validation.fail(metric, arg, "a list of strings", f"a {_kind(s)} at position {i}")
+    return list(x)
+
+
+def references(metric: str, arg: str, x: Any, n: int, allow_single: bool = True) -> list:
+    """``x`` as one list of reference strings per prediction (``n`` predictions).
+
+    Each entry is a list/tuple of strings (several references) or, when
+    ``allow_single``, one string (one reference). ``x`` itself must be a list
+    or tuple.
+    """
+    if isinstance(x, str) or not isinstance(x, (list, tuple)):
+        raise validation.fail(metric, arg, "a list with one list of reference strings per prediction",
+                              f"a {_kind(x)}")
+    if len(x) != n:
+        raise validation.fail(metric, arg, f"one entry per prediction ({n} predictions)", f"{len(x)} entries")
+    out = []
+    for i, refs in enumerate(x):
+        if isinstance(refs, str):
+            if not allow_single:
+                raise validation.fail(metric, arg, "a list of reference strings per prediction",
+                                      f"a string at position {i}")
+            out.append([refs])
+            continue
+        if not isinstance(refs, (list, tuple)):
+            raise validation.fail(metric, arg, "a list of reference strings per prediction",
+                                  f"a {_kind(refs)} at position {i}")
+        if not refs:
+            raise validation.fail(metric, arg, "at least one reference per prediction",
+                                  f"an empty list at position {i}")
+        for j, s in enumerate(refs):
+            if not isinstance(s, str):
+                raise validation.fail(metric, arg, "reference strings", f"a {_kind(s)} at position [{i}][{j}]")
+        out.append(list(refs))
+    return out
+
+
+def pair_lists(metric: str, preds: Any, target: Any) -> tuple[list, list]:
+    """``(preds, target)`` as two equally long lists of strings (one reference per prediction)."""
+    p = sentences(metric, "preds", preds)
+    t = sentences(metric, "target", target)
+    if len(p) != len(t):
+        raise validation.fail(metric, "target", f"as many sentences as `preds` ({len(p)})", len(t))
+    return p, t
+
+
+def empty_check(metric: str, n: torch.Tensor) -> None:
+    """Raised by `finalize` when no sentence was ever seen (an empty corpus)."""
+    if int(n) == 0:
+        raise validation.fail(metric, "preds", "at least one sentence over all updates (an empty corpus has no "
+                              "score)", "none")
+
+
+def zeros_i(*shape) -> torch.Tensor:
+    return torch.zeros(shape, dtype=torch.int64)
+
+
+def zeros_f(*shape) -> torch.Tensor:
+    return torch.zeros(shape, dtype=torch.float64)
+
+
+def counts_family(name: str, key, State, update, dtypes: dict | None = None, shapes: dict | None = None,
+                  cats: Sequence[str] = ()) -> Family:
+    """A host-input family over ``State`` (a module-level NamedTuple) of sum-merged counts.
+
+    ``update(*inputs)`` returns a dict of this batch's counts (it raises, on bad
+    input, before the state is touched). ``dtypes`` maps a field to
+    ``torch.float64`` (default int64); ``shapes`` gives non-scalar shapes;
+    ``cats`` names concatenating fields (per-sentence scores, tag ``"cat"``).
+    """
+    dtypes, shapes = dtypes or {}, shapes or {}
+    fields = State._fields
+
+    def init():
+        return State(*(() if f in cats else
+                       torch.zeros(shapes.get(f, ()), dtype=dtypes.get(f, torch.int64)) for f in fields))
+
+    def wrapped(state, *inputs, **kwargs):
+        new = update(*inputs, **kwargs)
+        out = []
+        for f, old in zip(fields, state):
+            if f in cats:
+                out.append((torch.as_tensor(new[f], dtype=torch.float64).reshape(-1).clone(),))
+            else:
+                out.append(old + torch.as_tensor(new[f], dtype=old.dtype))
+        return State(*out)
+
+    reductions = State(*("cat" if f in cats else "sum" for f in fields))
+    return Family(name=name, key=key, init=init, update=wrapped, reductions=reductions, host_input=True)
+
+
+class SentenceScores(NamedTuple):
+    scores: Any
+
+
+def cat_scores(chunks) -> torch.Tensor:
+    return cat_chunks(chunks, torch.zeros(0, dtype=torch.float64))

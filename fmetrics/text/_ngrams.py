@@ -1,0 +1,110 @@
+"""N-gram counting with array operations.
+
+Sentences become integer ids (words through a dictionary built per batch,
+characters through their code points), laid end to end in one int64 array.
+An n-gram starting at position ``i`` gets a compact id from the pair
+``(id of the (n-1)-gram at i, token at i + n - 1)`` with one `numpy.unique`
+per order, so no Python loop runs over n-grams. Counting n-grams per sentence
+and clipping them against references are sorts and searches over
+``segment * G + gram`` keys (``G``: the number of distinct n-grams).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["encode_words", "encode_chars", "ngram_orders", "counts", "clipped_matches", "pair_matches"]
+
+
+def encode_words(sents: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (end to end) and lengths of tokenized sentences; ids are compact per call."""
+    vocab: dict = {}
+    get = vocab.setdefault
+    lens, ids = [], []
+    for words in sents:
+        lens.append(len(words))
+        ids.extend([get(w, len(vocab)) for w in words])
+    return np.asarray(ids, dtype=np.int64), np.asarray(lens, dtype=np.int64)
+
+
+def encode_chars(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Code points (end to end) and lengths of strings."""
+    lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    joined = "".join(strings)
+    tok = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    return tok, lens
+
+
+def ngram_orders(tok: np.ndarray, lens: np.ndarray, n_max: int) -> list:
+    """For n = 1..n_max: ``(segment, gram id, G)`` of every n-gram (``G``: bound on the gram ids)."""
+    T = tok.size
+    seg = np.repeat(np.arange(lens.size, dtype=np.int64), lens)
+    remaining = np.repeat(np.cumsum(lens), lens) - np.arange(T, dtype=np.int64)
+    out = []
+    if T:
+        uniq, tok = np.unique(tok, return_inverse=True)
+        tok = tok.astype(np.int64, copy=False)
+        V = uniq.size
+    else:
+        V = 1
+    prev = tok
+    G = V
+    for n in range(1, n_max + 1):
+        valid = remaining >= n
+        if n == 1:
+            gid = tok
+        else:
+            idx = np.flatnonzero(valid)
+            key = prev[idx] * V + tok[idx + (n - 1)]
+            uniq, inv = np.unique(key, return_inverse=True)
+            gid = np.zeros(T, dtype=np.int64)
+            gid[idx] = inv
+            G = max(uniq.size, 1)
+        out.append((seg[valid], gid[valid], G))
+        prev = gid
+    return out
+
+
+def counts(seg: np.ndarray, gid: np.ndarray, G: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``seg * G + gid`` keys (sorted) and how often each occurs."""
+    return np.unique(seg * G + gid, return_counts=True)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``values`` at ``query`` in sorted ``keys``; 0 where absent."""
+    if keys.size == 0:
+        return np.zeros(query.size, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+    return np.where(keys[pos] == query, values[pos], 0)
+
+
+def clipped_matches(hyp: tuple, ref: tuple, owner: np.ndarray, n_hyp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per hypothesis: n-grams matched (clipped by the max count over its references) and n-grams total.
+
+    ``hyp`` and ``ref`` are ``(segment, gram id)`` of one order (one gram id
+    space); ``owner[r]`` is the hypothesis of reference segment ``r``.
+    """
+    (hs, hg), (rs, rg), G = hyp[:2], ref[:2], hyp[2]
+    hk, hc = counts(hs, hg, G)
+    rk, rc = counts(rs, rg, G)  # per (reference, gram)
+    okey = owner[rk // G] * G + rk % G  # per (hypothesis, gram): the max over its references
+    if okey.size:
+        order = np.argsort(okey, kind="stable")
+        okey, rc = okey[order], rc[order]
+        starts = np.flatnonzero(np.r_[True, okey[1:] != okey[:-1]])
+        okey, rc = okey[starts], np.maximum.reduceat(rc, starts)
+    match = np.minimum(hc, _lookup(okey, rc, hk))
+    per = np.bincount(hk // G, weights=match, minlength=n_hyp).astype(np.int64)
+    tot = np.bincount(hs, minlength=n_hyp).astype(np.int64)
+    return per, tot
+
+
+def pair_matches(hyp: tuple, ref: tuple, owner: np.ndarray, n_ref: int) -> np.ndarray:
+    """Per reference segment ``r``: ``sum_g min(count in hyp owner[r], count in r)``."""
+    (hs, hg), (rs, rg), G = hyp[:2], ref[:2], hyp[2]
+    hk, hc = counts(hs, hg, G)
+    rk, rc = counts(rs, rg, G)
+    r = rk // G
+    m = np.minimum(rc, _lookup(hk, hc, owner[r] * G + rk % G))
+    return np.bincount(r, weights=m, minlength=n_ref).astype(np.int64)

