@@ -54,6 +54,9 @@ class Family:
         per state in a collection.
       check: optional eager value check ``check(*inputs)`` (see `Metric`).
       host_input: ``True`` for a state fed Python data (text).
+      weigh_rows: optional closed-form row weighting of the state for the
+        wrappers (see `Metric`); a state whose fields all merge by tag does
+        not need one.
     """
 
     name: str
@@ -65,6 +68,7 @@ class Family:
     shared: Optional[Callable[[Any], Any]] = None
     check: Optional[Callable[..., None]] = None
     host_input: bool = False
+    weigh_rows: Optional[Callable[[Any, Any], Any]] = None
     _merge: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -84,4 +88,4 @@ class Family:
         """
         return Metric(init=self.init, update=self.update, merge=self._merge, shared=self.shared, finish=finish,
                       name=name, state_key=self.state_key, reductions=self.reductions, check=self.check,
-                      host_input=self.host_input, **metadata)
+                      host_input=self.host_input, weigh_rows=self.weigh_rows, **metadata)

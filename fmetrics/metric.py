@@ -28,7 +28,7 @@ from fmetrics.recipe import Recipe, factory, map_parameters, parameters, rebuild
 __all__ = ["Metric", "from_output"]
 
 _FIELDS = ("init", "update", "merge", "finalize", "name", "state_key", "reductions", "recipe", "check",
-           "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input")
+           "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input", "weigh_rows")
 
 
 class Metric:
@@ -60,6 +60,13 @@ class Metric:
       higher_is_better, is_differentiable, bounds: metadata (``bounds`` is
         ``(lower, upper)`` of the value, ``None`` where unbounded).
       host_input: ``True`` for metrics over host data (strings): DESIGN §2.5.
+      weigh_rows: optional closed-form row weighting for the wrappers
+        (bootstrap, grouped, multioutput): ``weigh_rows(rows, weights)`` gets
+        ``B`` one-row states stacked on a leading axis and integer weights
+        ``(R, B)`` and returns ``R`` stacked states, state ``r`` holding row
+        ``i`` ``weights[r, i]`` times. Only needed for a state with fields that
+        only ``merge`` knows (tag ``None``); without it such rows are weighted
+        by repeated merges (exact, slower).
 
     Example::
 
@@ -94,6 +101,7 @@ class Metric:
         is_differentiable: bool = False,
         bounds: tuple = (None, None),
         host_input: bool = False,
+        weigh_rows: Optional[Callable[[Any, torch.Tensor], Any]] = None,
     ):
         if finalize is None:
             if finish is None:
@@ -107,7 +115,8 @@ class Metric:
         values = dict(init=init, update=update, merge=merge, finalize=finalize, name=name, state_key=state_key,
                       reductions=reductions, recipe=recipe, check=check, inputs=inputs, shared=shared,
                       finish=finish, higher_is_better=higher_is_better, is_differentiable=is_differentiable,
-                      bounds=tuple(bounds), host_input=host_input)
+                      bounds=tuple(bounds), host_input=host_input,
+                      weigh_rows=weigh_rows)
         for k, v in values.items():
             object.__setattr__(self, "_" + k, v)
         object.__setattr__(self, "_cats", _has_cat(reductions))
@@ -125,6 +134,7 @@ class Metric:
     is_differentiable = property(lambda self: self._is_differentiable)
     bounds = property(lambda self: self._bounds)
     host_input = property(lambda self: self._host_input)
+    weigh_rows = property(lambda self: self._weigh_rows)
     merge = property(lambda self: self._merge)
     finalize = property(lambda self: self._finalize)
 
