@@ -1,0 +1,251 @@
+"""Law-suite cases and oracle data for the detection metrics.
+
+`make_coco` draws COCO-like sets (crowd regions, images without ground truth
+or without detections, tied scores, degenerate boxes, areas around the 32^2
+and 96^2 borders, an image with more detections than ``max_det``, random
+masks); `coco_reference` runs pycocotools' (or faster-coco-eval's)
+``COCOeval`` on the same data, built the way torchmetrics builds it.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+
+import numpy as np
+import torch
+
+import fmetrics as fm
+from tests.cases import Case, random_splits
+
+
+def _to_format(xywh: torch.Tensor, fmt: str) -> torch.Tensor:
+    x, y, w, h = xywh.unbind(-1)
+    if fmt == "xywh":
+        return xywh.clone()
+    if fmt == "xyxy":
+        return torch.stack([x, y, x + w, y + h], -1)
+    return torch.stack([x + w / 2, y + h / 2, w, h], -1)
+
+
+def _to_xywh(b: torch.Tensor, fmt: str) -> torch.Tensor:
+    """torchvision's ``box_convert(b, fmt, "xywh")`` (through corners, in the boxes' dtype)."""
+    if fmt == "xywh":
+        return b
+    if fmt == "cxcywh":
+        cx, cy, w, h = b.unbind(-1)
+        b = torch.stack([cx - 0.5 * w, cy - 0.5 * h, cx + 0.5 * w, cy + 0.5 * h], -1)
+    x1, y1, x2, y2 = b.unbind(-1)
+    return torch.stack([x1, y1, x2 - x1, y2 - y1], -1)
+
+
+def _sides(g, n):
+    """Box sides: a mix of uniform sizes and sides near 32 and 96 (areas around the COCO borders)."""
+    kind = torch.randint(0, 4, (n,), generator=g)
+    uni = torch.rand(n, generator=g) * 150 + 1
+    near32 = 32 + (torch.randint(-2, 3, (n,), generator=g)).float() * 0.5
+    near96 = 96 + (torch.randint(-2, 3, (n,), generator=g)).float() * 0.5
+    return torch.where(kind == 0, near32, torch.where(kind == 1, near96, uni))
+
+
+def make_coco(seed: int, n_images: int = 30, n_classes: int = 5, max_gt: int = 8, max_det: int = 12,
+              box_format: str = "xywh", masks: bool = False, size: int = 48, many: int = 0, crowd: float = 0.08,
+              area: bool = True):
+    """``(preds, target)`` lists of per-image dicts (float32 boxes in ``box_format``)."""
+    g = torch.Generator().manual_seed(seed)
+    preds, target = [], []
+    for i in range(n_images):
+        m = int(torch.randint(0, max_gt + 1, (1,), generator=g))
+        if i % 7 == 3:
+            m = 0
+        n = int(torch.randint(0, max_det + 1, (1,), generator=g))
+        if i % 9 == 5:
+            n = 0
+        if many and i == 1:
+            n = many
+        if masks:
+            gt_m = _random_masks(g, m, size)
+            gt_boxes = torch.zeros(m, 4)
+        else:
+            w, h = _sides(g, m), _sides(g, m)
+            h = torch.where(torch.rand(m, generator=g) < 0.5, w, h)  # square boxes: areas right at the borders
+            w = torch.where(torch.rand(m, generator=g) < 0.04, torch.zeros(m), w)  # degenerate
+            xy = torch.rand(m, 2, generator=g) * 300
+            gt_boxes = torch.cat([xy, w[:, None], h[:, None]], 1).float()
+        labels = torch.randint(0, n_classes, (m,), generator=g)
+        t = {"boxes": _to_format(gt_boxes, box_format), "labels": labels}
+        if crowd:
+            t["iscrowd"] = (torch.rand(m, generator=g) < crowd).long()
+        if area and i % 3 == 0:
+            t["area"] = torch.where(torch.rand(m, generator=g) < 0.7,
+                                    (torch.rand(m, generator=g) * 120) ** 2, torch.zeros(m))
+        if masks:
+            t["masks"] = gt_m
+        # detections: jittered copies of ground truths and random boxes
+        src = torch.randint(0, max(m, 1), (n,), generator=g)
+        copy = (torch.rand(n, generator=g) < 0.7) & (m > 0)
+        if masks:
+            rnd = _random_masks(g, n, size)
+            if m:
+                shifted = torch.roll(gt_m[src], shifts=(int(torch.randint(-2, 3, (1,), generator=g)),), dims=(1,))
+                flip = torch.rand(n, size, size, generator=g) < 0.05
+                det_m = torch.where(copy[:, None, None], shifted ^ flip, rnd)
+            else:
+                det_m = rnd
+            det_boxes = torch.zeros(n, 4)
+        else:
+            jit = gt_boxes[src] * (1 + 0.15 * torch.randn(n, 4, generator=g)) if m else torch.zeros(n, 4)
+            w, h = _sides(g, n), _sides(g, n)
+            rnd = torch.cat([torch.rand(n, 2, generator=g) * 300, w[:, None], h[:, None]], 1)
+            det_boxes = torch.where(copy[:, None], jit.abs(), rnd).float()
+        dl = torch.where(copy & (torch.rand(n, generator=g) < 0.85), labels[src] if m else src,
+                         torch.randint(0, n_classes, (n,), generator=g))
+        scores = torch.randint(0, 25, (n,), generator=g).float() / 25  # many ties
+        p = {"boxes": _to_format(det_boxes, box_format), "scores": scores, "labels": dl}
+        if masks:
+            p["masks"] = det_m
+        preds.append(p)
+        target.append(t)
+    return preds, target
+
+
+def _random_masks(g, n, size):
+    """Random rectangles with holes (some empty masks)."""
+    yy = torch.arange(size)[:, None]
+    xx = torch.arange(size)[None, :]
+    out = torch.zeros(n, size, size, dtype=torch.bool)
+    for k in range(n):
+        x0, y0 = (int(v) for v in torch.randint(0, size, (2,), generator=g))
+        w, h = (int(v) for v in torch.randint(0, size // 2, (2,), generator=g))
+        rect = (xx >= x0) & (xx < x0 + w) & (yy >= y0) & (yy < y0 + h)
+        out[k] = rect & (torch.rand(size, size, generator=g) < 0.9)
+    return out
+
+
+def coco_datasets(preds, target, iou_type="bbox", box_format="xywh", average="macro"):
+    """The ground-truth and detection COCO dicts torchmetrics would build (``area`` <= 0: from box or mask)."""
+    from pycocotools import mask as mask_utils
+
+    labels = sorted({int(v) for d in preds + target for v in d["labels"].tolist()})
+    if average == "micro":
+        labels = [0] if labels else []
+    images, gts, dts = [], [], []
+    aid = 1
+    for i, (p, t) in enumerate(zip(preds, target)):
+        img = {"id": i}
+        if iou_type == "segm":
+            hw = (t["masks"] if t["masks"].shape[0] else p["masks"]).shape[1:]
+            img.update(height=int(hw[0]), width=int(hw[1]))
+        images.append(img)
+        for kind, d in (("gt", t), ("dt", p)):
+            n = d["labels"].shape[0]
+            boxes = _to_xywh(d["boxes"], box_format).tolist() if iou_type == "bbox" else None
+            rles = [mask_utils.encode(np.asfortranarray(m.numpy().astype(np.uint8))) for m in d["masks"]] \
+                if iou_type == "segm" else None
+            for k in range(n):
+                ann = {"id": aid, "image_id": i, "category_id": 0 if average == "micro" else int(d["labels"][k])}
+                auto = boxes[k][2] * boxes[k][3] if boxes is not None else float(mask_utils.area(rles[k]))
+                if boxes is not None:
+                    ann["bbox"] = boxes[k]
+                else:
+                    ann["segmentation"] = rles[k]
+                if kind == "gt":
+                    given = float(d["area"][k]) if "area" in d else 0.0
+                    ann["area"] = given if given > 0 else auto
+                    ann["iscrowd"] = int(d["iscrowd"][k]) if "iscrowd" in d else 0
+                    gts.append(ann)
+                else:
+                    ann["area"] = auto
+                    ann["score"] = float(d["scores"][k])
+                    dts.append(ann)
+                aid += 1
+    cats = [{"id": c, "name": str(c)} for c in labels]
+    info = {"description": "fmetrics test"}
+    return ({"images": images, "annotations": gts, "categories": cats, "info": info},
+            {"images": images, "annotations": dts, "categories": cats, "info": info})
+
+
+def coco_reference(preds, target, iou_type="bbox", box_format="xywh", backend="pycocotools", iou_thresholds=None,
+                   rec_thresholds=None, max_dets=(1, 10, 100), average="macro", cat_ids=None):
+    """``(stats[12], precision, recall, scores)`` of ``COCOeval`` (pycocotools or faster-coco-eval)."""
+    gt_d, dt_d = coco_datasets(preds, target, iou_type, box_format, average)
+    if backend == "pycocotools":
+        from pycocotools.coco import COCO
+        from pycocotools.cocoeval import COCOeval
+    else:
+        from faster_coco_eval import COCO
+        from faster_coco_eval import COCOeval_faster as COCOeval
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt, dt = COCO(), COCO()
+        gt.dataset, dt.dataset = gt_d, dt_d
+        gt.createIndex()
+        dt.createIndex()
+        ev = COCOeval(gt, dt, iou_type)
+        if iou_thresholds is not None:
+            ev.params.iouThrs = np.array(iou_thresholds, dtype=np.float64)
+        if rec_thresholds is not None:
+            ev.params.recThrs = np.array(rec_thresholds, dtype=np.float64)
+        ev.params.maxDets = list(max_dets)
+        if cat_ids is not None:
+            ev.params.catIds = list(cat_ids)
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    return (np.asarray(ev.stats[:12], dtype=np.float64), np.asarray(ev.eval["precision"]),
+            np.asarray(ev.eval["recall"]), np.asarray(ev.eval["scores"]))
+
+
+STAT_KEYS = ("map", "map_50", "map_75", "map_small", "map_medium", "map_large", "mar_1", "mar_10", "mar_100",
+             "mar_small", "mar_medium", "mar_large")
+
+
+def map_reference(iou_type="bbox", box_format="xywh", average="macro", class_metrics=False, **kw):
+    """A `check_metric` reference: the summary numbers of pycocotools (``classes`` from the labels)."""
+
+    def reference(preds, target):
+        stats = coco_reference(preds, target, iou_type, box_format, average=average, **kw)[0]
+        out = {k: torch.tensor(float(v), dtype=torch.float64) for k, v in zip(STAT_KEYS, stats)}
+        labels = sorted({int(v) for d in preds + target for v in d["labels"].tolist()})
+        if class_metrics:
+            per = [coco_reference(preds, target, iou_type, box_format, cat_ids=[c], **kw)[0] for c in labels]
+            out["map_per_class"] = torch.tensor([s[0] for s in per], dtype=torch.float64)
+            out["mar_100_per_class"] = torch.tensor([s[8] for s in per], dtype=torch.float64)
+        else:
+            out["map_per_class"] = torch.tensor(-1.0, dtype=torch.float64)
+            out["mar_100_per_class"] = torch.tensor(-1.0, dtype=torch.float64)
+        out["classes"] = torch.tensor(labels, dtype=torch.int32)
+        return out
+
+    return reference
+
+
+def _batches(seed, **kw):
+    preds, target = make_coco(seed, **kw)
+    g = torch.Generator().manual_seed(seed)
+    edges = [0, *random_splits(len(preds), 4, g), len(preds)]
+    return [(preds[a:b], target[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+_TRACE_WHY = ("inputs are Python lists of per-image dicts of different sizes: a compiled update retraces per list "
+              "structure (as any Python-structured input), and vmap has no batch axis over a list of dicts")
+_MAP_LAWS = ("purity", "reference", "split invariance", "merge identity", "merge order", "merge associativity",
+             "distributed equivalence", "no host sync", "compile", "serialization")
+
+
+def _map_case(id, kwargs, data, ref_kwargs=None):
+    ref = dict(iou_type=kwargs.get("iou_type", "bbox"), box_format=kwargs.get("box_format", "xyxy"),
+               average=kwargs.get("average", "macro"), class_metrics=kwargs.get("class_metrics", False))
+    ref.update(ref_kwargs or {})
+    return Case(id, fm.mean_average_precision, kwargs, lambda s: _batches(s, **data),
+                reference=map_reference(**ref),
+                check={"laws": _MAP_LAWS, "rtol": 0, "atol": 0, "reference_rtol": 0, "reference_atol": 1e-12},
+                why=_TRACE_WHY)
+
+
+CASES = [
+    _map_case("map-bbox-xyxy", {}, dict(n_images=14, box_format="xyxy", many=130)),
+    _map_case("map-bbox-xywh-classes", {"box_format": "xywh", "class_metrics": True},
+              dict(n_images=12, box_format="xywh", n_classes=4)),
+    _map_case("map-bbox-cxcywh-micro", {"box_format": "cxcywh", "average": "micro"},
+              dict(n_images=12, box_format="cxcywh")),
+    _map_case("map-segm", {"iou_type": "segm"}, dict(n_images=8, masks=True, size=24)),
+]
