@@ -9,13 +9,17 @@ provides the sacreBLEU / TER tokenizers: ``pip install 'fmetrics[text]'``.
 from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rate, word_information_lost,
                                word_information_preserved)
 from fmetrics.text.bleu import bleu_score, sacre_bleu_score
+from fmetrics.text.chrf import chrf_score
 from fmetrics.text.edit import edit_distance
+from fmetrics.text.ter import translation_edit_rate
 
 __all__ = [
     "bleu_score",
     "char_error_rate",
+    "chrf_score",
     "edit_distance",
     "match_error_rate",
+    "translation_edit_rate",
     "word_error_rate",
     "word_information_lost",
     "word_information_preserved",
