@@ -114,7 +114,7 @@ def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Inval
     bad = bad.reshape(-1)
     n = count(bad)
     if bad.numel():
-        first = values.reshape(-1)[torch.argmax(bad.to(torch.uint8))].to(torch.float64)
+        first = values.reshape(-1).gather(0, torch.argmax(bad.to(torch.uint8)).reshape(1))[0].to(torch.float64)
     else:
         first = inv.first
     seen = inv.count > 0
