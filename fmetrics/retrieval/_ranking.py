@@ -25,28 +25,9 @@ from typing import Optional
 import numpy as np
 import torch
 
+from fmetrics import _keys
 from fmetrics.retrieval._state import RetrievalState
 from fmetrics.state import cat_chunks, leaves
-
-_FLIP = torch.iinfo(torch.int64).max
-_LOW32 = (1 << 32) - 1
-
-
-def _order_key(score: torch.Tensor) -> torch.Tensor:
-    """int64 keys with the same order as float64 ``score`` (no NaN; -0.0 == 0.0)."""
-    bits = (score.to(torch.float64) + 0.0).view(torch.int64)
-    return torch.where(bits < 0, bits ^ _FLIP, bits)
-
-
-def _descending_key32(score: torch.Tensor) -> torch.Tensor:
-    """Keys in [0, 2^32) in the *reverse* order of float32 ``score`` (no NaN; -0.0 == 0.0).
-
-    Positive floats map to ``2^31 - 1 - bits``, negative ones keep their bit
-    pattern read as unsigned (larger magnitude, larger key).
-    """
-    bits = (score + 0.0).view(torch.int32)
-    return torch.where(bits < 0, bits, bits ^ 0x7FFFFFFF).to(torch.int64) & _LOW32
-
 
 def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
     """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
@@ -60,19 +41,16 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
     unspecified.
     """
     n = values.shape[0]
-    if values.dtype in (torch.float16, torch.bfloat16) or (
-        values.dtype == torch.float64 and bool((values.float().double() == values).all())
-    ):
-        values = values.float()
     flag = torch.zeros_like(groups) if last is None else last.to(torch.int64)
-    if n and values.dtype == torch.float32:
+    if n and _keys.float32_exact(values):
         low, high = int(groups.min()), int(groups.max())
         if high - low < (1 << 30):
-            packed = ((groups - low) << 33) | (_descending_key32(values) << 1) | flag
+            packed = _keys.pack([(groups - low, None), (_keys.descending32(values), 32), (flag, 1)])
             packed, order = torch.sort(packed, stable=True)
-            tie_key = packed >> 1
-            return order, packed >> 33, tie_key, (tie_key & _LOW32) < (1 << 31) - 1, (packed & 1) == 1
-    key = _order_key(values)
+            tie_key = _keys.field(packed, 1)
+            retrieved = _keys.field(tie_key, 0, 32) < _keys.DESCENDING_ZERO
+            return order, _keys.field(packed, 33), tie_key, retrieved, _keys.field(packed, 0, 1) == 1
+    key = _keys.ascending64(values)
     order = torch.sort(flag, stable=True).indices
     order = order[torch.sort(~key[order], stable=True).indices]
     order = order[torch.sort(groups[order], stable=True).indices]
@@ -118,13 +96,8 @@ def _target_bits(target: tuple, binary: bool) -> Optional[int]:
     return max(high.bit_length(), 1)
 
 
-def _float32_exact(preds: tuple) -> bool:
-    """Every score has a float32 image with the same order (float16/bfloat16/float32, or float32-exact float64)."""
-    return all(p.dtype != torch.float64 or bool((p.float().double() == p).all()) for p in preds)
-
-
 def _packed_keys(preds: tuple, target: tuple, indexes: tuple, low: int, bits: int) -> torch.Tensor:
-    """``(query - low) << (32 + bits) | descending float32 score bits << bits | target``, one int64 per row.
+    """``(query - low) << (32 + bits) | descending32(score) << bits | target``, one int64 per row (`fmetrics._keys`).
 
     Written chunk by chunk into one buffer: the concatenation and the packing
     are one pass over cache-sized pieces (in numpy on CPU, whose per-call
@@ -136,23 +109,14 @@ def _packed_keys(preds: tuple, target: tuple, indexes: tuple, low: int, bits: in
     for p, t, q in zip(preds, target, indexes):
         part = out[at: at + p.shape[0]]
         if _on_host(part):
-            _pack_numpy(part.numpy(), p.float().numpy(), t.numpy(), q.numpy(), low, bits)
-        else:
-            torch.sub(q, low, out=part)
-            part <<= 32 + bits
-            part |= _descending_key32(p.float()) << bits
-            part |= t.to(torch.int64)
+            part, p, t, q = part.numpy(), p.float().numpy(), t.numpy(), q.numpy()
+        _keys.pack_into(part, [(q - low, None), (_keys.descending32(p), 32), (_as_int64(t), bits)])
         at += p.shape[0]
     return out
 
 
-def _pack_numpy(out: np.ndarray, p: np.ndarray, t: np.ndarray, q: np.ndarray, low: int, bits: int) -> None:
-    """`_packed_keys` of one chunk, in numpy (`_descending_key32` inlined: flip the value bits of scores >= +0.0)."""
-    np.subtract(q, low, out=out)
-    out <<= 32 + bits
-    b = (p + np.float32(0.0)).view(np.int32)
-    out |= (b ^ ((~b >> 31) & 0x7FFFFFFF)).view(np.uint32).astype(np.int64) << bits
-    out |= t.astype(np.int64, copy=False)
+def _as_int64(t):
+    return t.astype(np.int64, copy=False) if isinstance(t, np.ndarray) else t.to(torch.int64)
 
 
 def _sort_values(key: torch.Tensor) -> torch.Tensor:
@@ -189,7 +153,7 @@ class Ranking:
 
     def __init__(self, preds: tuple, target: tuple, indexes: tuple, binary: bool):
         self.n = n = sum(p.shape[0] for p in preds)
-        bits = _target_bits(target, binary) if n and _float32_exact(preds) else None
+        bits = _target_bits(target, binary) if n and all(_keys.float32_exact(p) for p in preds) else None
         if bits is not None:
             bounds = torch.stack([torch.stack(torch.aminmax(q)) for q in indexes if q.numel()])
             low, high = int(bounds[:, 0].min()), int(bounds[:, 1].max())
@@ -222,7 +186,7 @@ class Ranking:
 
     @cached_property
     def retrieved(self) -> torch.Tensor:  # the descending score bits < those of +0.0
-        return (self._key & ((1 << (32 + self._bits)) - 1)) < ((1 << 31) - 1) << self._bits
+        return (self._key & ((1 << (32 + self._bits)) - 1)) < _keys.DESCENDING_ZERO << self._bits
 
     @cached_property
     def gains(self) -> torch.Tensor:
