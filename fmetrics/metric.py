@@ -173,7 +173,7 @@ class Metric:
         if device is not None:
             validation.check_device(self._name, device, inputs, kwargs)
         if self._check is not None and validation.eager_check_applies(inputs, kwargs):
-            self._check(*inputs, **kwargs)
+            _run_check(self._check, inputs, kwargs)
         if not self._cats:
             return self._update(state, *inputs, **kwargs)
         # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
@@ -275,9 +275,8 @@ def _compose(shared, finish):
     return lambda state: finish(shared(state))
 
 
-# skipped by dynamo as a frame of its own (its callees are traced): chunk tuples grow here, so a
-# compiled `update` is not re-specialized on their length at every step
-torch._dynamo.eval_frame.skip_code(Metric.update.__code__)
+def _run_check(check, inputs, kwargs) -> None:
+    check(*inputs, **kwargs)
 
 
 def _has_cat(tags) -> bool:
@@ -334,3 +333,23 @@ def from_output(*, metric: Metric, names: Sequence[str] = (), named: Sequence[tu
     inner = metric.state_key
     return metric.replace(inputs=(names, named),
                           state_key=None if inner is None else ("from_output", inner, names, named))
+
+
+def _outside_trace():
+    """``torch.compile(metric.update)`` skips `Metric.update`'s own frame and traces only the metric's update.
+
+    Chunk tuples grow in that frame, so a compiled update is not re-specialized on their length at every
+    step; its helpers (device and value checks, chunk bookkeeping) run as plain Python, callees included.
+    Called from a compiled caller, `Metric.update` is inlined as usual.
+    """
+    from torch._dynamo.eval_frame import set_code_exec_strategy, skip_code
+    from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+    skip_code(Metric.update.__code__)
+    everything = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+    for fn in (_first_device, _route, _empty_cats, _append, _run_check, validation.check_device,
+               validation.eager_check_applies, state_lib.apply_tags):
+        set_code_exec_strategy(fn.__code__, everything)
+
+
+_outside_trace()
