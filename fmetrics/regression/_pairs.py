@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from fmetrics import _keys
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
 from fmetrics.state import cat_chunks, merge_fields
@@ -80,12 +81,11 @@ def _packed_ranks(column: np.ndarray) -> np.ndarray:
     half) without an argsort. Numpy's integer sort is vectorized (~5x a stable torch argsort).
     """
     n = column.shape[0]
-    bits = (column + np.float32(0)).view(np.int32).astype(np.int64)
-    bits = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-    keys = (bits << 32) | np.arange(n, dtype=np.int64)
+    keys = _keys.ascending32(column)  # fmetrics._keys: -0.0 == +0.0, NaN last
+    _keys.pack_into(keys, [(keys, None), (np.arange(n, dtype=np.int64), 32)])
     keys.sort()
-    values = keys >> 32
+    values = _keys.field(keys, 32)
     bounds = np.append(np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1]))), n)
     ranks = np.empty(n)
-    ranks[keys & 0xFFFFFFFF] = np.repeat((bounds[:-1] + bounds[1:] + 1) / 2.0, np.diff(bounds))
+    ranks[_keys.field(keys, 0, 32)] = np.repeat((bounds[:-1] + bounds[1:] + 1) / 2.0, np.diff(bounds))
     return ranks

@@ -20,6 +20,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from fmetrics import _keys
+
 
 class Counts(NamedTuple):
     fps: torch.Tensor  # int64 (M,)
@@ -44,13 +46,10 @@ def _sorted(scores: torch.Tensor, labels: torch.Tensor):
     labels = labels.detach()
     if scores.dtype == torch.float32 and scores.device.type == "cpu":
         s = scores.detach().numpy()
-        bits = (s + np.float32(0)).view(np.int32).astype(np.int64)  # + 0 turns -0.0 into +0.0
-        if (s < 0).any():
-            bits = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-        bits <<= 1
-        bits |= labels.numpy()
+        bits = _keys.ascending32(s)  # fmetrics._keys: -0.0 == +0.0, NaN last
+        _keys.pack_into(bits, [(bits, None), (labels.numpy(), 1)])
         bits.sort()
-        return bits >> 1, bits & 1, True
+        return _keys.field(bits, 1), _keys.field(bits, 0, 1), True
     by_label = torch.argsort(labels.to(torch.uint8), stable=True)
     values, order = torch.sort(scores.detach()[by_label], stable=True)
     return values.cpu().numpy(), labels[by_label][order].cpu().numpy().astype(np.int64), False
@@ -59,7 +58,7 @@ def _sorted(scores: torch.Tensor, labels: torch.Tensor):
 def _decode(values: np.ndarray, packed: bool) -> torch.Tensor:
     """Scores back from `_sorted`'s values."""
     if packed:
-        values = np.where(values < 0, values ^ 0x7FFFFFFF, values).astype(np.int32).view(np.float32)
+        values = _keys.float32_from_key(values)
     return torch.from_numpy(np.ascontiguousarray(values))
 
 
