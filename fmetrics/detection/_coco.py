@@ -209,8 +209,14 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     a1 = torch.sort(-d_score, stable=True).indices
     a2 = torch.sort(d_class[a1], stable=True).indices
     acc = a1[a2]
+    done = {}
     for mi, md in enumerate(max_dets):
         sel = acc[drank[acc] < int(md)]
+        if sel.shape[0] in done:  # the same detections as a larger cut: the same numbers
+            j = done[sel.shape[0]]
+            precision[..., mi], recall[..., mi], scores[..., mi] = precision[..., j], recall[..., j], scores[..., j]
+            continue
+        done[sel.shape[0]] = mi
         _accumulate(tps[:, :, sel], fps[:, :, sel], d_class[sel], d_score[sel], npig, K, rec_thresholds,
                     precision[:, :, :, :, mi], recall[:, :, :, mi], scores[:, :, :, :, mi])
     return Evaluation(precision, recall, scores, ious_out)
@@ -234,27 +240,25 @@ def _accumulate(tps, fps, cls, score, npig, K, rec_thr, precision, recall, score
     tp = (tp_c - tp_prev).to(f64)
     fp = (fp_c - fp_prev).to(f64)
     npig_seg = npig[:, None, :].expand(A, T, K).reshape(-1)  # [S]
-    rc = tp / npig_seg[seg].to(f64)
+    npig_f = npig_seg.clamp(min=1).to(f64)  # segments without ground truth are -1 below
     pr = tp / (fp + tp + EPS)
-    # precision envelope: max over the rest of the segment (a segmented reverse cummax on value ranks)
     if seg.numel():
-        uniq, inv = torch.unique(pr, return_inverse=True)
-        U = uniq.shape[0]
-        rev_key = (S - 1 - seg) * U + inv
-        cm = torch.cummax(rev_key.flip(0), 0).values.flip(0)
-        env = uniq[cm - (S - 1 - seg) * U]
-        # left searchsorted of every recall threshold inside every segment, exact on float64 ranks
-        vals, vinv = torch.unique(torch.cat([rc, rec_thr]), return_inverse=True)
-        V = vals.shape[0]
-        key = seg * V + vinv[: rc.shape[0]]
-        q_key = torch.arange(S, device=dev)[:, None] * V + vinv[rc.shape[0]:][None, :]  # [S, R]
+        env = _segmented_suffix_max(pr, seg, int(counts.max()))
+        # left searchsorted of the recall thresholds in rc = tp / npig, on integers: the first position
+        # whose tp reaches `need`, the least integer with need / npig >= threshold (in float64, as numpy)
+        need = _least_count(rec_thr[None, :], npig_f[:, None])  # [S, R]
+        tp_i = tp.to(torch.int64)
+        width = int(tp_i.max()) + 2
+        key = seg * width + tp_i
+        q_key = torch.arange(S, device=dev)[:, None] * width + need.clamp(max=width - 1)
         pos = torch.searchsorted(key, q_key.reshape(-1), side="left").reshape(S, R)
-        inside = pos < (starts + counts)[:, None]
+        inside = (pos < (starts + counts)[:, None]) & (need < width - 1)
         posc = pos.clamp(max=seg.numel() - 1)
         s_score = score[None, None, :].expand(A, T, N).reshape(-1)
         q = torch.where(inside, env[posc], torch.zeros((), dtype=f64, device=dev))
         ss = torch.where(inside, s_score[posc], torch.zeros((), dtype=f64, device=dev))
-        last = torch.where(counts > 0, rc[(starts + counts - 1).clamp(min=0)], torch.zeros((), dtype=f64, device=dev))
+        last_tp = tp[(starts + counts - 1).clamp(min=0)]
+        last = torch.where(counts > 0, last_tp / npig_f, torch.zeros((), dtype=f64, device=dev))
     else:
         q = torch.zeros((S, R), dtype=f64, device=dev)
         ss = torch.zeros((S, R), dtype=f64, device=dev)
@@ -267,6 +271,27 @@ def _accumulate(tps, fps, cls, score, npig, K, rec_thr, precision, recall, score
     precision.copy_(q.reshape(A, T, K, R).permute(1, 3, 2, 0))
     scores.copy_(ss.reshape(A, T, K, R).permute(1, 3, 2, 0))
     recall.copy_(last.reshape(A, T, K).permute(1, 2, 0))
+
+
+def _segmented_suffix_max(x: torch.Tensor, seg: torch.Tensor, longest: int) -> torch.Tensor:
+    """``out[i] = max(x[i:end of i's segment])`` by doubling (log2(longest) elementwise passes, exact)."""
+    out = x.clone()
+    k = 1
+    while k < longest:
+        same = seg[:-k] == seg[k:]
+        out[:-k] = torch.where(same, torch.maximum(out[:-k], out[k:]), out[:-k])
+        k *= 2
+    return out
+
+
+def _least_count(thr: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """The least integer ``c >= 0`` with ``c / n >= thr`` in float64 (numpy's comparison of ``tp / npig``)."""
+    c = torch.ceil(thr * n).clamp(min=0)
+    for _ in range(2):
+        c = torch.where((c >= 1) & ((c - 1) / n >= thr), c - 1, c)
+    for _ in range(2):
+        c = torch.where(c / n >= thr, c, c + 1)
+    return c.to(torch.int64)
 
 
 def summarize(ev: Evaluation, iou_thresholds: torch.Tensor, max_dets: tuple) -> list:
