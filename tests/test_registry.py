@@ -3,9 +3,10 @@ import inspect
 
 import fmetrics
 from fmetrics import aggregation, classification, regression, retrieval, wrappers
+from fmetrics import text
 from tests.cases import all_cases
 
-DOMAINS = (aggregation, classification, regression, retrieval, wrappers)
+DOMAINS = (aggregation, classification, regression, retrieval, text, wrappers)
 
 
 def _factories():

@@ -11,6 +11,9 @@ from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rat
 from fmetrics.text.bleu import bleu_score, sacre_bleu_score
 from fmetrics.text.chrf import chrf_score
 from fmetrics.text.edit import edit_distance
+from fmetrics.text.perplexity import perplexity
+from fmetrics.text.rouge import rouge_score
+from fmetrics.text.squad import squad
 from fmetrics.text.ter import translation_edit_rate
 
 __all__ = [
@@ -19,9 +22,12 @@ __all__ = [
     "chrf_score",
     "edit_distance",
     "match_error_rate",
+    "squad",
     "translation_edit_rate",
     "word_error_rate",
     "word_information_lost",
     "word_information_preserved",
+    "perplexity",
+    "rouge_score",
     "sacre_bleu_score",
 ]

@@ -16,7 +16,7 @@ from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
-__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "empty_check", "zeros_i",
+__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "zeros_i",
            "zeros_f", "SentenceScores", "cat_scores"]
 
 
@@ -85,13 +85,6 @@ def pair_lists(metric: str, preds: Any, target: Any) -> tuple[list, list]:
     if len(p) != len(t):
         raise validation.fail(metric, "target", f"as many sentences as `preds` ({len(p)})", len(t))
     return p, t
-
-
-def empty_check(metric: str, n: torch.Tensor) -> None:
-    """Raised by `finalize` when no sentence was ever seen (an empty corpus)."""
-    if int(n) == 0:
-        raise validation.fail(metric, "preds", "at least one sentence over all updates (an empty corpus has no "
-                              "score)", "none")
 
 
 def zeros_i(*shape) -> torch.Tensor:

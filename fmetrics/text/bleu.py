@@ -19,7 +19,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.text import _ngrams
-from fmetrics.text._common import counts_family, empty_check, references, require, sentences
+from fmetrics.text._common import counts_family, references, require, sentences
 
 __all__ = ["bleu_score", "sacre_bleu_score", "TOKENIZERS"]
 
@@ -95,7 +95,6 @@ def _metric(name, fam, n_gram, smooth, weights) -> Metric:
     w = _weights(name, n_gram, weights)
 
     def finish(s: BleuState) -> torch.Tensor:
-        empty_check(name, s.sentences)
         v = bleu_from_stats(s.preds_len, s.target_len, s.numerator, s.denominator, w, smooth)
         return torch.tensor(v, dtype=torch.float64)
 
@@ -135,7 +134,7 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
       reference strings (any count per sentence) or one reference string.
 
     Returns:
-      A float64 scalar in [0, 1]. A corpus with no sentence raises.
+      A float64 scalar in [0, 1]. An empty corpus scores 0.
 
     Example::
 

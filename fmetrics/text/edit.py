@@ -10,7 +10,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import cat_chunks
-from fmetrics.text._common import counts_family, empty_check, pair_lists, require
+from fmetrics.text._common import counts_family, pair_lists, require
 
 __all__ = ["edit_distance"]
 
@@ -80,13 +80,11 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
         fam = counts_family("edit_distance", (substitution_cost, "all"), EditDistanceAll, update, cats=("scores",))
 
         def finish(s):
-            empty_check(name, s.sentences)
             return cat_chunks(s.scores, torch.zeros(0, dtype=torch.float64)).to(torch.int64)
     else:
         fam = counts_family("edit_distance", (substitution_cost,), EditDistanceState, update)
 
         def finish(s):
-            empty_check(name, s.sentences)
             return s.total.clone() if reduction == "sum" else s.total.double() / s.sentences.double()
 
     return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, None))

@@ -69,3 +69,98 @@ def batches(preds: list, target: list, sizes=(7, 0, 13, 1)) -> list:
         i += k
     out.append((preds[i:], target[i:]))
     return out
+
+
+# --------------------------------------------------------------- law-suite cases
+
+import torch  # noqa: E402
+
+import fmetrics.text as ft  # noqa: E402
+from tests.cases import Case  # noqa: E402
+
+
+def _single(seed):
+    return batches(*pairs(seed, 30))
+
+
+def _multi(seed):
+    return batches(*multi_refs(seed, 30))
+
+
+def _multiline(seed):
+    p, r = multi_refs(seed, 30)
+    return batches([x.replace(" . ", " .\n") for x in p], [[y.replace(" , ", " ,\n") for y in rs] for rs in r])
+
+
+def _squad(seed):
+    rng = random.Random(seed)
+    preds, target = [], []
+    for i in range(25):
+        truth = [sentence(rng, 1, 4) for _ in range(rng.randint(1, 3))]
+        preds.append({"prediction_text": noisy(rng, truth[0], 0.5), "id": str(i)})
+        target.append({"answers": {"answer_start": [0] * len(truth), "text": truth}, "id": str(i)})
+    return batches(preds, target)
+
+
+def _logits(seed, ignore=None):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for n in (3, 0, 5, 1, 4):
+        p = torch.randn(n, 6, 9, generator=g) * 2
+        t = torch.randint(0, 9, (n, 6), generator=g)
+        if ignore is not None:
+            t = torch.where(torch.rand(n, 6, generator=g) < 0.3, torch.full_like(t, ignore), t)
+        out.append((p, t))
+    return out
+
+
+def _ppl_ref(ignore=None):
+    def ref(p, t):
+        logp = torch.log_softmax(p.double(), -1)
+        keep = t != ignore if ignore is not None else torch.ones_like(t, dtype=torch.bool)
+        picked = logp.gather(-1, torch.where(keep, t, 0).unsqueeze(-1)).squeeze(-1)
+        return torch.exp(-(picked * keep).sum() / keep.sum())
+    return ref
+
+
+def _sorted_sentences(v):
+    """Sentence scores come in the order seen: compared as sorted values across re-batchings."""
+    if isinstance(v, tuple):
+        return (v[0], torch.sort(v[1]).values)
+    return torch.sort(v).values
+
+
+_SENT = {"canonical": _sorted_sentences}
+
+CASES = [
+    Case("bleu_score", ft.bleu_score, {}, _multi, integer_state=True),
+    Case("bleu_score-smooth-2", ft.bleu_score, {"n_gram": 2, "smooth": True, "weights": (0.3, 0.7)}, _single,
+         integer_state=True),
+    Case("sacre_bleu_score-13a", ft.sacre_bleu_score, {}, _multi, integer_state=True),
+    Case("sacre_bleu_score-intl-lower", ft.sacre_bleu_score, {"tokenize": "intl", "lowercase": True}, _multi,
+         integer_state=True),
+    Case("sacre_bleu_score-zh", ft.sacre_bleu_score, {"tokenize": "zh", "smooth": True}, _single,
+         integer_state=True),
+    Case("chrf_score", ft.chrf_score, {}, _multi, integer_state=True),
+    Case("chrf_score-chrf-sentences", ft.chrf_score, {"n_word_order": 0, "return_sentence_level_score": True},
+         _multi, check=_SENT),
+    Case("translation_edit_rate", ft.translation_edit_rate, {}, _multi),
+    Case("translation_edit_rate-sentences", ft.translation_edit_rate,
+         {"normalize": True, "return_sentence_level_score": True}, _single, check=_SENT),
+    Case("word_error_rate", ft.word_error_rate, {}, _single, integer_state=True),
+    Case("char_error_rate", ft.char_error_rate, {}, _single, integer_state=True),
+    Case("match_error_rate", ft.match_error_rate, {}, _single, integer_state=True),
+    Case("word_information_lost", ft.word_information_lost, {}, _single, integer_state=True),
+    Case("word_information_preserved", ft.word_information_preserved, {}, _single, integer_state=True),
+    Case("edit_distance", ft.edit_distance, {}, _single, integer_state=True),
+    Case("edit_distance-sum-cost2", ft.edit_distance, {"substitution_cost": 2, "reduction": "sum"}, _single,
+         integer_state=True),
+    Case("edit_distance-none", ft.edit_distance, {"reduction": "none"}, _single, check=_SENT),
+    Case("rouge_score", ft.rouge_score, {}, _multiline),
+    Case("rouge_score-stem-avg", ft.rouge_score, {"rouge_keys": ("rouge1", "rougeL"), "use_stemmer": True,
+                                                   "accumulate": "avg"}, _multi),
+    Case("squad", ft.squad, {}, _squad),
+    Case("perplexity", ft.perplexity, {}, _logits, reference=_ppl_ref()),
+    Case("perplexity-ignore", ft.perplexity, {"ignore_index": -100}, lambda s: _logits(s, -100),
+         reference=_ppl_ref(-100)),
+]

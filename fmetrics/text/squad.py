@@ -1,0 +1,115 @@
+"""`squad`: exact match and token F1 of extractive answers (the official SQuAD v1.1 evaluation)."""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any, NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.text._common import counts_family
+
+__all__ = ["squad"]
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+class SquadState(NamedTuple):
+    f1: torch.Tensor           # float64 sum of best F1 per question
+    exact_match: torch.Tensor  # int64 questions answered exactly
+    total: torch.Tensor        # int64 questions
+
+
+def normalize_answer(s: str) -> str:
+    """Lowercase, drop ASCII punctuation, drop the articles a/an/the, collapse whitespace (the official rules)."""
+    s = "".join(ch for ch in s.lower() if ch not in _PUNCT)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def _f1(pred: str, truth: str) -> float:
+    p = normalize_answer(pred).split() if pred else []
+    t = normalize_answer(truth).split() if truth else []
+    if not p or not t:
+        return float(p == t)
+    same = sum((Counter(p) & Counter(t)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(t)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _as_list(name: str, arg: str, x: Any, keys: tuple) -> list:
+    items = [x] if isinstance(x, dict) else x
+    if not isinstance(items, (list, tuple)):
+        raise validation.fail(name, arg, "a dict or a list of dicts", type(x).__name__)
+    for i, d in enumerate(items):
+        if not isinstance(d, dict):
+            raise validation.fail(name, arg, "a list of dicts", f"a {type(d).__name__} at position {i}")
+        missing = [k for k in keys if k not in d]
+        if missing:
+            raise validation.fail(name, arg, f"dicts with keys {list(keys)}", f"keys {sorted(d)} at position {i}")
+    return list(items)
+
+
+def squad_counts(preds: Any, target: Any) -> dict:
+    name = "squad"
+    preds = _as_list(name, "preds", preds, ("prediction_text", "id"))
+    target = _as_list(name, "target", target, ("answers", "id"))
+    answers = {}
+    for i, p in enumerate(preds):
+        if not isinstance(p["prediction_text"], str):
+            raise validation.fail(name, "preds", "'prediction_text' strings",
+                                  f"a {type(p['prediction_text']).__name__} at position {i}")
+        answers[p["id"]] = p["prediction_text"]
+    f1 = 0.0
+    em = 0
+    for i, t in enumerate(target):
+        a = t["answers"]
+        texts = a.get("text") if isinstance(a, dict) else None
+        if not isinstance(texts, (list, tuple)) or not all(isinstance(s, str) for s in texts):
+            raise validation.fail(name, "target", "'answers' dicts with a list of strings under 'text'",
+                                  f"{a!r} at position {i}")
+        if t["id"] not in answers or not texts:
+            continue  # an unanswered question scores 0 (the official script)
+        pred = answers[t["id"]]
+        em += max(int(normalize_answer(pred) == normalize_answer(x)) for x in texts)
+        f1 += max(_f1(pred, x) for x in texts)
+    return {"f1": f1, "exact_match": em, "total": len(target)}
+
+
+@factory
+def squad() -> Metric:
+    """SQuAD exact match and F1 in percent: ``100 * mean over questions of max over gold answers``.
+
+    Answers are normalized by the official rules (lowercase, ASCII
+    punctuation removed, articles ``a``/``an``/``the`` removed, whitespace
+    collapsed); F1 is over normalized tokens (bag of words). A question
+    without a prediction of its ``id`` scores 0.
+
+    Inputs:
+      ``update(state, preds, target)``: ``preds`` a dict or list of dicts
+      ``{"prediction_text": str, "id": str}``; ``target`` a dict or list of
+      dicts ``{"answers": {"text": [str, ...], ...}, "id": str}``.
+
+    Returns:
+      ``{"exact_match": float64, "f1": float64}``, both in [0, 100].
+
+    Example::
+
+        >>> preds = [{"prediction_text": "1976", "id": "56e10a3be3433e1400422b22"}]
+        >>> target = [{"answers": {"answer_start": [97], "text": ["1976"]}, "id": "56e10a3be3433e1400422b22"}]
+        >>> fmetrics.squad()(preds, target)
+        {'exact_match': tensor(100., dtype=torch.float64), 'f1': tensor(100., dtype=torch.float64)}
+    """
+    fam = counts_family("squad", (), SquadState, squad_counts, dtypes={"f1": torch.float64})
+
+    def finish(s: SquadState) -> dict:
+        n = s.total.double()
+        return {"exact_match": 100.0 * s.exact_match.double() / n, "f1": 100.0 * s.f1 / n}
+
+    return fam.metric("squad", finish, higher_is_better=True, is_differentiable=False, bounds=(0.0, 100.0))
