@@ -14,7 +14,7 @@ import io
 import numpy as np
 import torch
 
-import fmetrics as fm
+from fmetrics import detection as fm
 from tests.cases import Case, random_splits
 
 
@@ -49,7 +49,7 @@ def _sides(g, n):
 
 def make_coco(seed: int, n_images: int = 30, n_classes: int = 5, max_gt: int = 8, max_det: int = 12,
               box_format: str = "xywh", masks: bool = False, size: int = 48, many: int = 0, crowd: float = 0.08,
-              area: bool = True, image_ties: bool = True):
+              area: bool = True, image_ties: bool = True, degenerate: float = 0.04):
     """``(preds, target)`` lists of per-image dicts (float32 boxes in ``box_format``).
 
     ``image_ties=False``: scores tie only inside an image (an image-specific offset): COCO breaks
@@ -72,7 +72,7 @@ def make_coco(seed: int, n_images: int = 30, n_classes: int = 5, max_gt: int = 8
         else:
             w, h = _sides(g, m), _sides(g, m)
             h = torch.where(torch.rand(m, generator=g) < 0.5, w, h)  # square boxes: areas right at the borders
-            w = torch.where(torch.rand(m, generator=g) < 0.04, torch.zeros(m), w)  # degenerate
+            w = torch.where(torch.rand(m, generator=g) < degenerate, torch.zeros(m), w)  # degenerate
             xy = torch.rand(m, 2, generator=g) * 300
             gt_boxes = torch.cat([xy, w[:, None], h[:, None]], 1).float()
         labels = torch.randint(0, n_classes, (m,), generator=g)
@@ -248,7 +248,88 @@ def _map_case(id, kwargs, data, ref_kwargs=None):
                 why=_TRACE_WHY)
 
 
+def _pair_value(kind, a, b):
+    """IoU / GIoU / DIoU / CIoU of two xyxy boxes from the published definitions (float64 scalars)."""
+    import math
+
+    area = lambda r: (r[2] - r[0]) * (r[3] - r[1])  # noqa: E731
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = iw * ih
+    union = area(a) + area(b) - inter
+    iou = inter / union
+    cw = max(a[2], b[2]) - min(a[0], b[0])
+    ch = max(a[3], b[3]) - min(a[1], b[1])
+    if kind == "iou":
+        return iou
+    if kind == "giou":
+        return iou - (cw * ch - union) / (cw * ch)
+    rho2 = ((a[0] + a[2]) / 2 - (b[0] + b[2]) / 2) ** 2 + ((a[1] + a[3]) / 2 - (b[1] + b[3]) / 2) ** 2
+    diou = iou - rho2 / (cw ** 2 + ch ** 2 + 1e-7)
+    if kind == "diou":
+        return diou
+    v = 4 / math.pi ** 2 * (math.atan((a[2] - a[0]) / (a[3] - a[1])) - math.atan((b[2] - b[0]) / (b[3] - b[1]))) ** 2
+    return diou - v / (1 - iou + v + 1e-7) * v
+
+
+def iou_reference(kind, box_format="xyxy", iou_threshold=None, class_metrics=False, respect_labels=True):
+    """torchmetrics' IntersectionOverUnion-family semantics, pair by pair in Python."""
+
+    def reference(preds, target):
+        pairs = []  # (value, gt label or None)
+        for p, t in zip(preds, target):
+            db = _to_xywh(p["boxes"].double(), box_format)
+            gb = _to_xywh(t["boxes"].double(), box_format)
+            db = torch.cat([db[:, :2], db[:, :2] + db[:, 2:]], 1).tolist()
+            gb = torch.cat([gb[:, :2], gb[:, :2] + gb[:, 2:]], 1).tolist()
+            pl, tl = p["labels"].tolist(), t["labels"].tolist()
+            if not db or not gb:
+                k = max(len(db), len(gb))
+                for i in range(k):
+                    for j in range(k):
+                        if i == j or not respect_labels:
+                            pairs.append((0.0, tl[j] if not db else None))
+                continue
+            for i, a in enumerate(db):
+                for j, b in enumerate(gb):
+                    v = _pair_value(kind, a, b)
+                    if iou_threshold is not None and v < iou_threshold:
+                        continue
+                    if respect_labels and pl[i] != tl[j]:
+                        continue
+                    pairs.append((v, tl[j]))
+        out = {kind: torch.tensor(np.mean([v for v, _ in pairs]) if pairs else 0.0, dtype=torch.float64)}
+        if class_metrics:
+            for c in sorted({int(v) for d in preds + target for v in d["labels"].tolist()}):
+                vs = [v for v, lab in pairs if lab == c]
+                out[f"{kind}/cl_{c}"] = torch.tensor(np.mean(vs) if vs else 0.0, dtype=torch.float64)
+        return out
+
+    return reference
+
+
+_IOU_FACTORIES = {"iou": fm.intersection_over_union, "giou": fm.generalized_intersection_over_union,
+                  "diou": fm.distance_intersection_over_union, "ciou": fm.complete_intersection_over_union}
+
+
+def _iou_case(kind, kwargs, fmt="xyxy"):
+    data = dict(n_images=10, box_format=fmt, n_classes=3, crowd=0, area=False, degenerate=0.0)
+    return Case(f"{kind}-{'-'.join(f'{k}={v}' for k, v in kwargs.items()) or 'default'}", _IOU_FACTORIES[kind],
+                {"box_format": fmt, **kwargs}, lambda s: _batches(s, **data),
+                reference=iou_reference(kind, fmt, **kwargs),
+                check={"laws": _MAP_LAWS, "reference_rtol": 1e-9, "reference_atol": 1e-12}, why=_TRACE_WHY)
+
+
 CASES = [
+    _iou_case("iou", {}),
+    _iou_case("iou", {"iou_threshold": 0.3, "class_metrics": True}, "xywh"),
+    _iou_case("giou", {"respect_labels": False}, "cxcywh"),
+    _iou_case("giou", {"class_metrics": True}),
+    _iou_case("diou", {}),
+    _iou_case("diou", {"iou_threshold": 0.1}, "xywh"),
+    _iou_case("ciou", {}),
+    _iou_case("ciou", {"class_metrics": True, "respect_labels": False}),
+
     _map_case("map-bbox-xyxy", {}, dict(n_images=10, box_format="xyxy", many=130)),
     _map_case("map-bbox-xywh-classes", {"box_format": "xywh", "class_metrics": True},
               dict(n_images=12, box_format="xywh", n_classes=4)),
