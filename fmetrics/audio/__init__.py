@@ -1,0 +1,22 @@
+"""Audio metrics (torchmetrics' functional names and options): the SNR family, BSS-eval SDR,
+permutation-invariant training, STOI and PESQ. See docs/audio.md.
+
+Every metric averages a per-example value over the stream (a float64 sum and
+an int64 count, sum-mergeable); ``per_example=True`` returns the values
+instead.
+"""
+from fmetrics.audio.snr import (
+    complex_scale_invariant_signal_noise_ratio,
+    scale_invariant_signal_distortion_ratio,
+    scale_invariant_signal_noise_ratio,
+    signal_noise_ratio,
+    source_aggregated_signal_distortion_ratio,
+)
+
+__all__ = [
+    "complex_scale_invariant_signal_noise_ratio",
+    "scale_invariant_signal_distortion_ratio",
+    "scale_invariant_signal_noise_ratio",
+    "signal_noise_ratio",
+    "source_aggregated_signal_distortion_ratio",
+]

@@ -1,0 +1,276 @@
+"""The SNR family: SNR, SI-SNR, SI-SDR, C-SI-SNR and SA-SDR, as stream means of per-example values.
+
+All five reduce over the last axis (time; SA-SDR over speakers and time) with
+torchmetrics' formulas and its ``eps = finfo(preds.dtype).eps`` guards. The
+kernels take three inner products per example (``vecdot`` / ``vector_norm``: one read
+of the data each, no temporaries) and form the residual ``preds - alpha *
+target`` explicitly in one fused ``addcmul`` pass, so a nearly perfect
+estimate keeps its accuracy (the closed form ``|p|^2 - <p, t>^2 / |t|^2``
+would cancel). Half-precision inputs are computed in float32; values are
+float64.
+"""
+from __future__ import annotations
+
+import torch
+
+from fmetrics.audio._mean import check_bool, compute_dtype, per_example_mean, signal_pair
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics import validation
+
+__all__ = [
+    "signal_noise_ratio",
+    "scale_invariant_signal_noise_ratio",
+    "scale_invariant_signal_distortion_ratio",
+    "complex_scale_invariant_signal_noise_ratio",
+    "source_aggregated_signal_distortion_ratio",
+]
+
+_META = dict(higher_is_better=True, is_differentiable=True, bounds=(None, None))
+
+
+def dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``sum(a * b, -1)``: one pass, no temporary (``vecdot``; a squared norm when ``a is b``).
+
+    Measured on 64 x 64,000 float32 (1 thread): ``vector_norm`` 0.4 ms, ``vecdot`` 1.7 ms,
+    ``(a * b).sum(-1)`` 1.9 ms, a batched ``matmul`` 8.8 ms.
+    """
+    if a is b:
+        return torch.linalg.vector_norm(a, dim=-1).square()
+    return torch.linalg.vecdot(a, b)
+
+
+def _prepare(preds, target, zero_mean: bool):
+    eps = torch.finfo(preds.dtype).eps
+    dtype = compute_dtype(preds)
+    p, t = preds.to(dtype), target.to(dtype)
+    if zero_mean:
+        p = p - p.mean(-1, keepdim=True)
+        t = t - t.mean(-1, keepdim=True)
+    return p, t, eps
+
+
+def _db(num: torch.Tensor, den: torch.Tensor, eps: float) -> torch.Tensor:
+    return 10 * torch.log10((num.double() + eps) / (den.double() + eps))
+
+
+def snr_values(preds, target, zero_mean: bool = False) -> torch.Tensor:
+    """Per-example SNR ``10 log10((|t|^2 + eps) / (|t - p|^2 + eps))`` over the last axis."""
+    p, t, eps = _prepare(preds, target, zero_mean)
+    r = t - p
+    return _db(dot(t, t), dot(r, r), eps)
+
+
+def si_sdr_values(preds, target, zero_mean: bool = False) -> torch.Tensor:
+    """Per-example SI-SDR over the last axis (torchmetrics' formula, see the module docstring)."""
+    p, t, eps = _prepare(preds, target, zero_mean)
+    stt = dot(t, t)
+    alpha = (dot(p, t) + eps) / (stt + eps)
+    r = torch.addcmul(p, alpha.unsqueeze(-1), t, value=-1)  # p - alpha t
+    return _db(alpha * alpha * stt, dot(r, r), eps)
+
+
+@factory
+def signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+    """Signal-to-noise ratio ``10 log10((|t|^2 + eps) / (|t - p|^2 + eps))`` in dB, averaged over examples.
+
+    ``eps`` is the machine epsilon of ``preds``' dtype (as torchmetrics), so
+    silence against silence is 0 dB.
+
+    Args:
+      zero_mean: ``False`` (default) or ``True``: subtract each signal's mean
+        over time first.
+      per_example: ``False`` (default): the mean over all examples seen;
+        ``True``: every example's value, concatenated along the first axis
+        (torchmetrics' functional output).
+
+    Inputs:
+      ``update(state, preds, target)``: real floating tensors of one shape
+      ``(..., time)``; every ``(...)`` entry is an example.
+
+    Returns:
+      A float64 0-d tensor (or the per-example values, shape ``(N, ...)``).
+
+    Example::
+
+        >>> target = torch.tensor([[3.0, -0.5, 2.0, 7.0]])
+        >>> preds = torch.tensor([[2.5, 0.0, 2.0, 8.0]])
+        >>> fmetrics.signal_noise_ratio()(preds, target)
+        tensor(16.1805, dtype=torch.float64)
+    """
+    name = "signal_noise_ratio"
+    check_bool(name, "zero_mean", zero_mean)
+
+    def values(preds, target):
+        signal_pair(name, preds, target)
+        return snr_values(preds, target, zero_mean)
+
+    return per_example_mean(name, values, per_example, ("snr", zero_mean), **_META)
+
+
+@factory
+def scale_invariant_signal_distortion_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+    """Scale-invariant SDR in dB, averaged over examples.
+
+    ``alpha = (<p, t> + eps) / (|t|^2 + eps)``;
+    ``SI-SDR = 10 log10((|alpha t|^2 + eps) / (|alpha t - p|^2 + eps))``,
+    ``eps`` the machine epsilon of ``preds``' dtype (torchmetrics' formula).
+
+    Args:
+      zero_mean: ``False`` (default) or ``True``: subtract each signal's mean
+        over time first.
+      per_example: ``False`` (default): the mean over all examples seen;
+        ``True``: every example's value, concatenated along the first axis.
+
+    Inputs:
+      ``update(state, preds, target)``: real floating tensors of one shape
+      ``(..., time)``.
+
+    Returns:
+      A float64 0-d tensor (or the per-example values).
+
+    Example::
+
+        >>> target = torch.tensor([[3.0, -0.5, 2.0, 7.0]])
+        >>> preds = torch.tensor([[2.5, 0.0, 2.0, 8.0]])
+        >>> fmetrics.scale_invariant_signal_distortion_ratio()(preds, target)
+        tensor(18.4030, dtype=torch.float64)
+    """
+    name = "scale_invariant_signal_distortion_ratio"
+    check_bool(name, "zero_mean", zero_mean)
+
+    def values(preds, target):
+        signal_pair(name, preds, target)
+        return si_sdr_values(preds, target, zero_mean)
+
+    return per_example_mean(name, values, per_example, ("si_sdr", zero_mean), **_META)
+
+
+@factory
+def scale_invariant_signal_noise_ratio(*, per_example: bool = False) -> Metric:
+    """Scale-invariant SNR: SI-SDR of zero-mean signals (``zero_mean=True``), in dB, averaged over examples.
+
+    Args:
+      per_example: ``False`` (default): the mean over all examples seen;
+        ``True``: every example's value, concatenated along the first axis.
+
+    Inputs:
+      ``update(state, preds, target)``: real floating tensors of one shape
+      ``(..., time)``.
+
+    Returns:
+      A float64 0-d tensor (or the per-example values). It shares its state
+      with ``scale_invariant_signal_distortion_ratio(zero_mean=True)``.
+
+    Example::
+
+        >>> target = torch.tensor([[3.0, -0.5, 2.0, 7.0]])
+        >>> preds = torch.tensor([[2.5, 0.0, 2.0, 8.0]])
+        >>> fmetrics.scale_invariant_signal_noise_ratio()(preds, target)
+        tensor(15.0918, dtype=torch.float64)
+    """
+    name = "scale_invariant_signal_noise_ratio"
+
+    def values(preds, target):
+        signal_pair(name, preds, target)
+        return si_sdr_values(preds, target, True)
+
+    return per_example_mean(name, values, per_example, ("si_sdr", True), **_META)
+
+
+def _complex_view(name: str, arg: str, x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise validation.fail(name, arg, "a tensor", type(x).__name__)
+    if x.is_complex():
+        x = torch.view_as_real(x)
+    if not x.is_floating_point() or x.dim() < 3 or x.shape[-1] != 2:
+        raise validation.fail(name, arg, "a complex tensor (..., frequency, time) or a real one "
+                              "(..., frequency, time, 2)", f"{x.dtype} of shape {tuple(x.shape)}")
+    return x
+
+
+@factory
+def complex_scale_invariant_signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+    """Complex SI-SNR: SI-SDR of the flattened (real, imaginary) spectrogram, in dB, averaged over examples.
+
+    A spectrogram ``(..., F, T)`` is viewed as ``F * T * 2`` reals and scored
+    with the SI-SDR formula (torchmetrics' definition).
+
+    Args:
+      zero_mean: ``False`` (default) or ``True``: subtract the mean of the
+        flattened spectrogram first.
+      per_example: ``False`` (default): the mean over all examples seen;
+        ``True``: every example's value, concatenated along the first axis.
+
+    Inputs:
+      ``update(state, preds, target)``: complex tensors ``(..., frequency,
+      time)`` or real tensors ``(..., frequency, time, 2)`` of one shape.
+
+    Returns:
+      A float64 0-d tensor (or the per-example values, shape ``(...)``).
+
+    Example::
+
+        >>> target = torch.tensor([[[[1.0, 0.0], [0.0, 2.0]], [[1.0, 1.0], [3.0, 0.0]]]])
+        >>> preds = torch.tensor([[[[1.0, 0.5], [0.0, 2.0]], [[1.0, 1.0], [2.5, 0.0]]]])
+        >>> fmetrics.complex_scale_invariant_signal_noise_ratio()(preds, target)
+        tensor(15.6307, dtype=torch.float64)
+    """
+    name = "complex_scale_invariant_signal_noise_ratio"
+    check_bool(name, "zero_mean", zero_mean)
+
+    def values(preds, target):
+        p, t = _complex_view(name, "preds", preds), _complex_view(name, "target", target)
+        if p.shape != t.shape:
+            raise validation.fail(name, "target", f"the shape of preds {tuple(p.shape)}", tuple(t.shape))
+        p, t = p.flatten(-3), t.flatten(-3)
+        return si_sdr_values(p, t, zero_mean)
+
+    return per_example_mean(name, values, per_example, ("c_si_snr", zero_mean), **_META)
+
+
+@factory
+def source_aggregated_signal_distortion_ratio(*, scale_invariant: bool = True, zero_mean: bool = False,
+                                              per_example: bool = False) -> Metric:
+    """Source-aggregated SDR (SA-SDR): one SDR over all speakers of an example, in dB, averaged over examples.
+
+    With ``scale_invariant`` one ``alpha`` is shared by every speaker of an
+    example: ``alpha = (sum_s <p_s, t_s> + eps) / (sum_s |t_s|^2 + eps)``,
+    ``SA-SDR = 10 log10((sum_s |alpha t_s|^2 + eps) / (sum_s |alpha t_s - p_s|^2 + eps))``
+    (``alpha = 1`` otherwise), torchmetrics' formula.
+
+    Args:
+      scale_invariant: ``True`` (default): the shared ``alpha`` above;
+        ``False``: ``alpha = 1``.
+      zero_mean: ``False`` (default) or ``True``: subtract each signal's mean
+        over time first.
+      per_example: ``False`` (default): the mean over all examples seen;
+        ``True``: every example's value, concatenated along the first axis.
+
+    Inputs:
+      ``update(state, preds, target)``: real floating tensors of one shape
+      ``(..., speakers, time)``.
+
+    Returns:
+      A float64 0-d tensor (or the per-example values, shape ``(...)``).
+
+    Example::
+
+        >>> target = torch.tensor([[[3.0, -0.5, 2.0, 7.0], [1.0, 2.0, 0.0, -1.0]]])
+        >>> preds = torch.tensor([[[2.5, 0.0, 2.0, 8.0], [1.0, 1.5, 0.5, -1.0]]])
+        >>> fmetrics.source_aggregated_signal_distortion_ratio()(preds, target)
+        tensor(16.4719, dtype=torch.float64)
+    """
+    name = "source_aggregated_signal_distortion_ratio"
+    check_bool(name, "scale_invariant", scale_invariant)
+    check_bool(name, "zero_mean", zero_mean)
+
+    def values(preds, target):
+        signal_pair(name, preds, target, min_dim=2, what="(..., speakers, time)")
+        if zero_mean:
+            preds = preds - preds.mean(-1, keepdim=True)
+            target = target - target.mean(-1, keepdim=True)
+        p, t = preds.flatten(-2), target.flatten(-2)
+        return si_sdr_values(p, t) if scale_invariant else snr_values(p, t)
+
+    return per_example_mean(name, values, per_example, ("sa_sdr", scale_invariant, zero_mean), **_META)
