@@ -3,7 +3,10 @@
     python examples/custom_loop.py
 
 Shows the four functions in a plain loop: `init` once per epoch, `update`
-per batch (pure, no host sync), `finalize` once at the end.
+per batch (pure, no host sync), `finalize` once at the end. The validation
+report is one collection fed once per step from the model's output dict: each
+member reads the named outputs it needs (`Metric.from_output`), and accuracy
+and F1 over the same logits and labels share one state and one update.
 """
 import torch
 
@@ -26,8 +29,13 @@ def main(epochs=3, batch_size=256):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
 
-    # one Metric for the whole validation report: loss mean plus the hottest-class maximum logit
-    val_metrics = fm.collection({"loss": fm.mean(), "max_logit": fm.max()}, prefix="val/")
+    # one Metric for the whole validation report, fed the model's outputs by name once per step
+    val_metrics = fm.collection({
+        "loss": fm.mean().from_output("loss"),
+        "acc": fm.multiclass_accuracy(num_classes=5).from_output("logits", "labels"),
+        "f1": fm.multiclass_f1_score(num_classes=5).from_output("logits", "labels"),
+        "auroc": fm.multiclass_auroc(num_classes=5).from_output("logits", "labels"),
+    }, prefix="val/")
     train_loss = fm.mean()
 
     for epoch in range(epochs):
@@ -43,11 +51,13 @@ def main(epochs=3, batch_size=256):
         s_val = val_metrics.init()
         with torch.no_grad():
             for i in range(0, len(x_val), batch_size):
+                labels = y_val[i : i + batch_size]
                 logits = model(x_val[i : i + batch_size])
-                s_val = val_metrics.update(s_val, loss_fn(logits, y_val[i : i + batch_size]))
+                outputs = {"loss": loss_fn(logits, labels), "logits": logits, "labels": labels}
+                s_val = val_metrics.update(s_val, outputs)
         report = {"train/loss": train_loss.finalize(s_train), **val_metrics.finalize(s_val)}
         print(f"epoch {epoch}: " + "  ".join(f"{k}={v.item():.4f}" for k, v in report.items()))
-    return report
+    return report, model
 
 
 if __name__ == "__main__":

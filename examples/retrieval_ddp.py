@@ -10,7 +10,8 @@ appends its rows to the state, and at epoch end the wrapper's sync
 (`adapters.distributed.reduce`) joins every rank's rows before the metric
 groups them by query. The exact `EvalSampler` shards the validation rows with
 no padding, so no row is counted twice. The script then recomputes both
-metrics in one process on the whole data and prints them side by side (and,
+metrics in one process on the whole data and prints them side by side with an
+independent check, torchmetrics' single-process value on the same data (and,
 for contrast, the mean of per-rank values, which is not the same number).
 
 Strategy: Lightning's "ddp" (it re-launches this script for rank 1), with the
@@ -83,6 +84,28 @@ def _values(model: Ranker, name: str, rows) -> dict:
             f"val/{name}/map": fm.retrieval_map()(scores, (relevance > 0).long(), query)}
 
 
+def _torchmetrics_values(model: Ranker, name: str, rows) -> dict:
+    from torchmetrics.retrieval import RetrievalMAP, RetrievalNormalizedDCG
+
+    x, relevance, query = rows
+    scores = model(x)
+    # sync_on_compute=False: this runs on rank 0 alone after training, on all the rows
+    ndcg = RetrievalNormalizedDCG(top_k=10, sync_on_compute=False)
+    mean_ap = RetrievalMAP(sync_on_compute=False)
+    ndcg.update(scores, relevance, indexes=query)
+    mean_ap.update(scores, relevance > 0, indexes=query)
+    return {f"val/{name}/ndcg@10": ndcg.compute(), f"val/{name}/map": mean_ap.compute()}
+
+
+@torch.no_grad()
+def torchmetrics_values(model: Ranker) -> dict:
+    """The same metrics computed by torchmetrics in one process on all rows: an independent check."""
+    out = {}
+    for name, rows in model.data.items():
+        out.update(_torchmetrics_values(model, name, rows.tensors))
+    return out
+
+
 @torch.no_grad()
 def single_process_values(model: Ranker) -> tuple[dict, dict]:
     """NDCG@10 and MAP of each dataset in one process on all rows (the functional API), and, for
@@ -107,14 +130,19 @@ def main() -> dict:
         return {}
     logged = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
     reference, naive = single_process_values(model.eval())
-    print(f"{'metric':<20} {'DDP, 2 ranks':>14} {'1 process':>14} {'mean of ranks':>14}")
-    worst = 0.0
+    peer = torchmetrics_values(model)
+    print(f"{'metric':<20} {'DDP, 2 ranks':>14} {'1 process':>14} {'mean of ranks':>14} {'torchmetrics':>14}")
+    worst = worst_peer = 0.0
     for key, value in reference.items():
         worst = max(worst, abs(float(logged[key]) - float(value)))
-        print(f"{key:<20} {float(logged[key]):>14.8f} {float(value):>14.8f} {float(naive[key]):>14.8f}")
-    print(f"largest difference: {worst:.2e}")
+        worst_peer = max(worst_peer, abs(float(peer[key]) - float(value)))
+        print(f"{key:<20} {float(logged[key]):>14.8f} {float(value):>14.8f} {float(naive[key]):>14.8f} "
+              f"{float(peer[key]):>14.8f}")
+    print(f"largest difference: {worst:.2e} (DDP vs 1 process), {worst_peer:.2e} (torchmetrics vs 1 process)")
     if worst > 1e-6:
         sys.exit("DDP values differ from the single-process values")
+    if worst_peer > 1e-5:
+        sys.exit("torchmetrics' single-process values differ from fmetrics'")
     return {k: (float(logged[k]), float(v)) for k, v in reference.items()}
 
 

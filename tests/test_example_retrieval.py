@@ -44,8 +44,9 @@ def _table(text: str) -> dict:
 def test_ddp_example_logs_the_single_process_values(outputs):
     table = _table(outputs["retrieval_ddp.py"])
     assert set(table) == {f"val/{d}/{m}" for d in ("web", "news") for m in ("ndcg@10", "map")}
-    for key, (ddp, single, mean_of_ranks) in table.items():
+    for key, (ddp, single, mean_of_ranks, peer) in table.items():
         assert ddp == pytest.approx(single, abs=1e-8), key
+        assert peer == pytest.approx(single, abs=1e-5), f"{key}: torchmetrics' independent value differs"
         assert abs(mean_of_ranks - single) > 1e-4, f"{key}: shards too easy to tell the reduction apart"
 
 
