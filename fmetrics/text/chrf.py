@@ -149,7 +149,7 @@ def chrf_score(*, n_char_order: int = 6, n_word_order: int = 2, beta: float = 2.
         >>> preds = ['the cat is on the mat']
         >>> target = [['there is a cat on the mat', 'a cat is on the mat']]
         >>> fmetrics.chrf_score()(preds, target)
-        tensor(0.8640, dtype=torch.float64)
+        tensor(0.8648, dtype=torch.float64)
     """
     name = "chrf_score"
     for arg, v, lo in (("n_char_order", n_char_order, 1), ("n_word_order", n_word_order, 0)):
