@@ -2,11 +2,11 @@
 import inspect
 
 import fmetrics
-from fmetrics import aggregation, classification, regression, retrieval, wrappers
+from fmetrics import aggregation, classification, detection, regression, retrieval, segmentation, wrappers
 from fmetrics import text
 from tests.cases import all_cases
 
-DOMAINS = (aggregation, classification, regression, retrieval, text, wrappers)
+DOMAINS = (aggregation, classification, regression, retrieval, text, detection, segmentation, wrappers)
 
 
 def _factories():
