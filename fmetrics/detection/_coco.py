@@ -310,4 +310,7 @@ def summarize(ev: Evaluation, iou_thresholds: torch.Tensor, max_dets: tuple) -> 
     def ar(area=0, m=-1):
         return mean(ev.recall[:, :, area, m])
 
-    return [ap(), ap(thr=0.5), ap(thr=0.75), ap(1), ap(2), ap(3), ar(m=0), ar(m=1), ar(m=2), ar(1), ar(2), ar(3)]
+    # pycocotools' stats[0] reads maxDets=100 literally: -1 when 100 is not a threshold
+    first = ap(m=max_dets.index(100)) if 100 in max_dets else torch.tensor(-1.0, dtype=torch.float64,
+                                                                          device=ev.precision.device)
+    return [first, ap(thr=0.5), ap(thr=0.75), ap(1), ap(2), ap(3), ar(m=0), ar(m=1), ar(m=2), ar(1), ar(2), ar(3)]
