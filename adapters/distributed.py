@@ -4,12 +4,16 @@
 the single-process state up to float rounding (exactly, for integer fields).
 It needs one small fixed-size exchange plus one collective per bucket:
 
-1. **Header** (one ``all_gather`` of 256 int64 per rank): a hash of the metric
-   name, its ``state_key``, the state layout and the dtype/shape of every
-   fixed field, plus the sizes of the variable fields. Ranks that disagree
-   all raise `LayoutMismatchError` naming what differs -- never a hang and
-   never silently mixed states. (Variable metadata longer than the header
-   costs one more ``all_gather``.)
+1. **Header** (one ``all_gather`` of 256 int64 per rank): a hash of the
+   call (its sequence number in the group and its purpose, e.g. ``compute``
+   or ``step``), the metric name, its ``state_key``, the state layout and the
+   dtype/shape of every fixed field, plus the sizes of the variable fields.
+   Ranks that disagree -- or that pair different calls, as a rank's
+   ``compute()`` sync meeting another rank's per-step sync does -- all raise
+   `LayoutMismatchError` naming what differs: never a hang and never
+   silently mixed states. ``"cat"`` chunks whose trailing shapes differ
+   (across batches or ranks) raise too. (Variable metadata longer than the
+   header costs one more ``all_gather``.)
 2. **Fast path**: leaves tagged ``"sum"`` / ``"min"`` / ``"max"`` are packed into
    one flat buffer per (op, dtype) and ``all_reduce``-d: a whole collection of
    metrics costs a handful of collectives, however many metrics it holds.
@@ -143,7 +147,7 @@ class _Unit:
                 raise TypeError(f"adapters.distributed.reduce: {path} is tagged 'cat' but holds a "
                                 f"{type(node).__name__}, not a tuple of tensor chunks")
             chunks, _ = _tensor_leaves(tuple(node), path)
-            self.pieces = _join_chunks(chunks)
+            self.pieces = _join_chunks(chunks, path)
         else:
             self.leaves, self.spec = _tensor_leaves(node, path)
             self.pieces = list(self.leaves)
@@ -164,13 +168,21 @@ class _Unit:
         return out
 
 
-def _join_chunks(chunks: list[torch.Tensor]) -> list[torch.Tensor]:
-    """One piece when the chunks can be concatenated without changing anything, else the chunks."""
+def _join_chunks(chunks: list[torch.Tensor], path: str) -> list[torch.Tensor]:
+    """One piece when the chunks can be concatenated without changing anything, else the chunks.
+
+    Chunks of one field must agree on their trailing shape (``shape[1:]``); a
+    field whose chunks do not cannot be joined, which is reported here, naming it.
+    """
     if len(chunks) <= 1:
         return chunks
     c0 = chunks[0]
-    if c0.dim() and all(c.dtype == c0.dtype and c.dim() == c0.dim() and c.shape[1:] == c0.shape[1:]
-                        and c.device == c0.device for c in chunks):
+    for k, c in enumerate(chunks):
+        if c.dim() != c0.dim() or c.shape[1:] != c0.shape[1:]:
+            raise ValueError(f"adapters.distributed.reduce: the chunks of {path} differ in trailing shape "
+                             f"(chunk 0 has shape {tuple(c0.shape)}, chunk {k} has {tuple(c.shape)}), so they "
+                             "cannot be concatenated; every update must append chunks of one trailing shape")
+    if c0.dim() and all(c.dtype == c0.dtype and c.device == c0.device for c in chunks):
         return [torch.cat(chunks, dim=0)]
     return chunks
 
@@ -199,11 +211,110 @@ def _aligned(n: int) -> int:
 # ---------------------------------------------------------------- the reduction
 
 
+def reduce(metric: Metric, state, group=None, *, purpose: str = "reduce"):
+    """The state of every rank's data, identical on every rank.
+
+    Equivalent to gathering every rank's state and folding ``metric.merge``
+    over them in rank order (see the module docstring for how it is sent).
+    Without an initialized process group (a single process) the state is
+    returned unchanged. Every rank of ``group`` must call it.
+
+    Args:
+      metric: the `fmetrics.Metric` whose state this is.
+      state: this rank's state.
+      group: the process group (default: the whole world).
+      purpose: what the call is for (``"compute"``, ``"step"``, ...). It rides
+        in the header with the call's sequence number in ``group``, so a rank
+        whose ``compute`` sync meets another rank's per-step sync raises
+        instead of mixing the two.
+
+    Raises:
+      TypeError: a state leaf is not a tensor (the message names its path), or
+        the reduction tags do not mirror the state.
+      ValueError: the chunks of a ``"cat"`` field differ in trailing shape.
+      LayoutMismatchError: on every rank, when ranks hold different metrics,
+        configurations or state layouts, or pair different calls (sequence
+        number or purpose), or their chunks differ in trailing shape.
+
+    Example::
+
+        >>> m = fmetrics.mean()
+        >>> s = m.update(m.init(), local_values)
+        >>> value = m.finalize(adapters.distributed.reduce(m, s))
+    """
+    units: list[_Unit] = []
+    _map_units(metric.reductions, state, lambda *a: units.append(_Unit(*a)))
+    if not (dist.is_available() and dist.is_initialized()):
+        return state
+    world = dist.get_world_size(group)
+    if world == 1:
+        return state
+    ctx = _Context(group, world, dist.get_rank(group), state_lib.device_of(state))
+    call = f"call: #{_next_sequence(group)} ({purpose})"
+    layouts = _exchange_headers(ctx, metric, state, units, call)                      # 1. header
+    _check_chunk_shapes(units, layouts)
+    fast = _FastPath(ctx, units)                                                      # 2. all_reduce (async)
+    gathered = _Gathered(ctx, units, layouts)                                         # 3. all_gather
+    reduced = fast.wait()
+    results = _unit_results(ctx, units, layouts, reduced, gathered)                   # 4. fold / merge
+    return _assemble(metric, state, results, world)
+
+
+class _Context:
+    """Where one `reduce` call runs: group, world size, this rank, devices."""
+
+    def __init__(self, group, world: int, rank: int, state_device: Optional[torch.device]):
+        self.group, self.world, self.rank = group, world, rank
+        self.comm = _comm_device(group, state_device)
+        self.default_device = state_device or torch.device("cpu")
+
+
+_SEQUENCE: dict = {}  # (group id, ranks) -> number of reduce calls made in it by this process
+
+
+def _next_sequence(group) -> int:
+    pg = group if group is not None else dist.group.WORLD
+    try:
+        ranks = tuple(dist.get_process_group_ranks(pg))
+    except Exception:  # noqa: BLE001 - older torch / fake groups: the world size identifies it
+        ranks = (dist.get_world_size(group),)
+    key = (id(pg), ranks)
+    _SEQUENCE[key] = _SEQUENCE.get(key, 0) + 1
+    return _SEQUENCE[key]
+
+
 def _comm_device(group, state_device: Optional[torch.device]) -> torch.device:
     backend = str(dist.get_backend(group)).lower()
     if "nccl" in backend and (backend == "nccl" or (state_device is not None and state_device.type == "cuda")):
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+# ---- 1. header: fingerprint + variable sizes, one fixed-size all_gather
+
+
+def _exchange_headers(ctx: _Context, metric: Metric, state, units: list[_Unit], call: str) -> list:
+    """Every rank's layout (`_parse_meta`); raises `LayoutMismatchError` on every rank when fingerprints differ."""
+    description = [call, f"metric: {metric.name}", f"state_key: {metric.state_key!r}",
+                   f"state type: {type(state).__module__}.{type(state).__qualname__}"]
+    for u in units:
+        description += u.describe()
+    meta = [v for u in units for v in u.meta()]
+    header = torch.zeros(HEADER_LEN, dtype=torch.int64)
+    header[0], header[1] = _hash64("\n".join(description)), len(meta)
+    if len(meta) <= HEADER_LEN - 2:
+        header[2:2 + len(meta)] = torch.tensor(meta, dtype=torch.int64)
+    headers = torch.stack(_all_gather(header.to(ctx.comm), ctx.world, ctx.group)).cpu()
+    _check_fingerprints(headers, description, ctx.group, ctx.world)
+    lengths = headers[:, 1].tolist()
+    if max(lengths) <= HEADER_LEN - 2:
+        metas = [headers[r, 2:2 + lengths[r]].tolist() for r in range(ctx.world)]
+    else:  # variable metadata longer than the header: one more all_gather
+        padded = torch.zeros(max(lengths), dtype=torch.int64)
+        padded[:len(meta)] = torch.tensor(meta, dtype=torch.int64)
+        all_meta = torch.stack(_all_gather(padded.to(ctx.comm), ctx.world, ctx.group)).cpu()
+        metas = [all_meta[r, :lengths[r]].tolist() for r in range(ctx.world)]
+    return [_parse_meta(units, m) for m in metas]
 
 
 def _check_fingerprints(header: torch.Tensor, description: list[str], group, world: int) -> None:
@@ -223,172 +334,164 @@ def _check_fingerprints(header: torch.Tensor, description: list[str], group, wor
         a = base[i] if i < len(base) else "<nothing>"
         b = other[i] if i < len(other) else "<nothing>"
         lines.append(f"  rank 0 has {a!r}\n  rank {r} has {b!r}")
+    hint = ""
+    if any(d[:1] != base[:1] for d in described[1:]):
+        hint = ("\n(the ranks are in different reduce calls: e.g. one rank's compute() sync met another rank's "
+                "per-step sync because the ranks saw different numbers of batches with dist_sync_on_step=True)")
     raise LayoutMismatchError("adapters.distributed.reduce: ranks disagree on the metric, its configuration "
-                              "or its state layout, so nothing was reduced:\n" + "\n".join(lines))
+                              "or its state layout, so nothing was reduced:\n" + "\n".join(lines) + hint)
 
 
-def _identity(tag: str, like: torch.Tensor) -> torch.Tensor:
-    if tag == "sum":
-        return torch.zeros_like(like)
-    if like.dtype == torch.bool:
-        return torch.full_like(like, tag == "min")
-    if like.is_floating_point():
-        return torch.full_like(like, math.inf if tag == "min" else -math.inf)
-    info = torch.iinfo(like.dtype)
-    return torch.full_like(like, info.max if tag == "min" else info.min)
-
-
-def reduce(metric: Metric, state, group=None):
-    """The state of every rank's data, identical on every rank.
-
-    Equivalent to gathering every rank's state and folding ``metric.merge``
-    over them in rank order (see the module docstring for how it is sent).
-    Without an initialized process group (a single process) the state is
-    returned unchanged. Every rank of ``group`` must call it.
-
-    Raises:
-      TypeError: a state leaf is not a tensor (the message names its path), or
-        the reduction tags do not mirror the state.
-      LayoutMismatchError: on every rank, when ranks hold different metrics,
-        configurations or state layouts.
-
-    Example::
-
-        >>> m = fmetrics.mean()
-        >>> s = m.update(m.init(), local_values)
-        >>> value = m.finalize(adapters.distributed.reduce(m, s))
-    """
-    units: list[_Unit] = []
-    _map_units(metric.reductions, state, lambda *a: units.append(_Unit(*a)))
-    if not (dist.is_available() and dist.is_initialized()):
-        return state
-    world = dist.get_world_size(group)
-    if world == 1:
-        return state
-    rank = dist.get_rank(group)
-    comm = _comm_device(group, state_lib.device_of(state))
-    default_device = state_lib.device_of(state) or torch.device("cpu")
-
-    # 1. header: fingerprint + variable sizes, one fixed-size all_gather
-    description = [f"metric: {metric.name}", f"state_key: {metric.state_key!r}",
-                   f"state type: {type(state).__module__}.{type(state).__qualname__}"]
-    for u in units:
-        description += u.describe()
-    meta = [v for u in units for v in u.meta()]
-    header = torch.zeros(HEADER_LEN, dtype=torch.int64)
-    header[0], header[1] = _hash64("\n".join(description)), len(meta)
-    if len(meta) <= HEADER_LEN - 2:
-        header[2:2 + len(meta)] = torch.tensor(meta, dtype=torch.int64)
-    headers = torch.stack(_all_gather(header.to(comm), world, group)).cpu()
-    _check_fingerprints(headers, description, group, world)
-    lengths = headers[:, 1].tolist()
-    if max(lengths) <= HEADER_LEN - 2:
-        metas = [headers[r, 2:2 + lengths[r]].tolist() for r in range(world)]
-    else:
-        padded = torch.zeros(max(lengths), dtype=torch.int64)
-        padded[:len(meta)] = torch.tensor(meta, dtype=torch.int64)
-        all_meta = torch.stack(_all_gather(padded.to(comm), world, group)).cpu()
-        metas = [all_meta[r, :lengths[r]].tolist() for r in range(world)]
-    layouts = [_parse_meta(units, m) for m in metas]
-
-    # 2. fast path: one async all_reduce per (op, dtype) bucket
-    buckets: dict[tuple[str, torch.dtype], list] = {}  # -> [(slot, tensor)]
-    nan_slots = []
+def _check_chunk_shapes(units: list[_Unit], layouts: list) -> None:
+    """Every chunk of a ``"cat"`` field has one trailing shape on every rank (else it cannot be joined)."""
     for i, u in enumerate(units):
-        if u.kind != "reduce":
+        if u.kind != "cat":
             continue
-        for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
-            if folded:
+        seen: dict = {}  # (ndim, trailing shape) -> first rank holding it
+        for r, layout in enumerate(layouts):
+            for _, shape in layout[i][1]:
+                seen.setdefault((len(shape), shape[1:]), r)
+        if len(seen) > 1:
+            described = ", ".join(f"rank {r}: chunks of shape (n, {', '.join(map(str, t))})" if nd else
+                                  f"rank {r}: 0-d chunks" for (nd, t), r in seen.items())
+            raise LayoutMismatchError(
+                f"adapters.distributed.reduce: the chunks of {u.path} differ in trailing shape across ranks "
+                f"({described}), so they cannot be concatenated; every update must append chunks of one "
+                f"trailing shape")
+
+
+# ---- 2. fast path: one async all_reduce per (op, dtype) bucket
+
+
+class _FastPath:
+    """Packs the sum/min/max leaves into one flat buffer per (op, dtype) and all-reduces them asynchronously."""
+
+    def __init__(self, ctx: _Context, units: list[_Unit]):
+        self.buckets: dict[tuple[str, torch.dtype], list] = {}  # -> [(slot, tensor)]
+        self.nan_slots = []
+        for i, u in enumerate(units):
+            if u.kind != "reduce":
                 continue
-            bucket = buckets.setdefault((u.tag, leaf.dtype), [])
-            bucket.append(((i, j), leaf))
-            if u.tag != "sum" and leaf.is_floating_point():
-                # backends' min/max need not propagate NaN as torch.minimum does: a flag per element
-                # rides in the same bucket (-1 under min, +1 under max where a rank holds a NaN)
-                nan_slots.append((i, j))
-                flag = leaf.isnan().to(leaf.dtype)
-                bucket.append((("nan", i, j), -flag if u.tag == "min" else flag))
-    order = sorted(buckets, key=lambda k: (k[0], str(k[1])))
-    flat = {k: torch.cat([x.detach().reshape(-1).to(comm) for _, x in buckets[k]]) for k in order}
-    works = [dist.all_reduce(flat[k], op=_OPS[k[0]], group=group, async_op=True) for k in order]
+            for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
+                if folded:
+                    continue
+                bucket = self.buckets.setdefault((u.tag, leaf.dtype), [])
+                bucket.append(((i, j), leaf))
+                if u.tag != "sum" and leaf.is_floating_point():
+                    # backends' min/max need not propagate NaN as torch.minimum does: a flag per element
+                    # rides in the same bucket (-1 under min, +1 under max where a rank holds a NaN)
+                    self.nan_slots.append((i, j))
+                    flag = leaf.isnan().to(leaf.dtype)
+                    bucket.append((("nan", i, j), -flag if u.tag == "min" else flag))
+        self.order = sorted(self.buckets, key=lambda k: (k[0], str(k[1])))
+        self.flat = {k: torch.cat([x.detach().reshape(-1).to(ctx.comm) for _, x in self.buckets[k]])
+                     for k in self.order}
+        self.works = [dist.all_reduce(self.flat[k], op=_OPS[k[0]], group=ctx.group, async_op=True)
+                      for k in self.order]
 
-    # 3. gather path: every variable piece of every rank, as bytes, in one all_gather
-    offsets, sizes = [], []
-    for layout in layouts:
-        off, offs = 0, []
-        for _, pieces in layout:
-            for dtype, shape in pieces:
-                offs.append(off)
-                off = _aligned(off + math.prod(shape) * dtype.itemsize)
-        offsets.append(offs)
-        sizes.append(off)
-    gathered = None
-    if max(sizes) > 0:
-        buf = torch.zeros(max(sizes), dtype=torch.uint8, device=comm)
-        local = [p for u in units for p in u.pieces]
-        for off, p in zip(offsets[rank], local):
-            raw = p.detach().contiguous().reshape(-1).view(torch.uint8)
-            buf[off:off + raw.numel()] = raw.to(comm)
-        gathered = _all_gather(buf, world, group)
-    for w in works:
-        w.wait()
+    def wait(self) -> dict:
+        """``{(unit, leaf): all-reduced value}`` on each leaf's device."""
+        for w in self.works:
+            w.wait()
+        reduced = {}
+        for k in self.order:
+            pos = 0
+            for slot, x in self.buckets[k]:
+                reduced[slot] = self.flat[k][pos:pos + x.numel()].reshape(x.shape).to(x.device)
+                pos += x.numel()
+        for i, j in self.nan_slots:
+            reduced[(i, j)] = torch.where(reduced[("nan", i, j)] != 0, math.nan, reduced[(i, j)])
+        return reduced
 
-    reduced = {}  # slot -> all-reduced value, on the leaf's device
-    for k in order:
-        pos = 0
-        for slot, x in buckets[k]:
-            reduced[slot] = flat[k][pos:pos + x.numel()].reshape(x.shape).to(x.device)
-            pos += x.numel()
-    for i, j in nan_slots:
-        reduced[(i, j)] = torch.where(reduced[("nan", i, j)] != 0, math.nan, reduced[(i, j)])
 
-    # each rank's pieces, per unit
-    def pieces_of(r: int, unit_index: int) -> list[torch.Tensor]:
-        if r == rank:
-            return units[unit_index].pieces
-        start = sum(len(p) for _, p in layouts[r][:unit_index])
+# ---- 3. gather path: every variable piece of every rank, as bytes, in one all_gather
+
+
+class _Gathered:
+    """Each rank's variable pieces (``"cat"`` chunks, untagged leaves, folded dtypes), cut out of one buffer."""
+
+    def __init__(self, ctx: _Context, units: list[_Unit], layouts: list):
+        self.ctx, self.units, self.layouts = ctx, units, layouts
+        self.offsets, sizes = [], []
+        for layout in layouts:
+            off, offs = 0, []
+            for _, pieces in layout:
+                for dtype, shape in pieces:
+                    offs.append(off)
+                    off = _aligned(off + math.prod(shape) * dtype.itemsize)
+            self.offsets.append(offs)
+            sizes.append(off)
+        self.buffers = None
+        if max(sizes) > 0:
+            buf = torch.zeros(max(sizes), dtype=torch.uint8, device=ctx.comm)
+            local = [p for u in units for p in u.pieces]
+            for off, p in zip(self.offsets[ctx.rank], local):
+                raw = p.detach().contiguous().reshape(-1).view(torch.uint8)
+                buf[off:off + raw.numel()] = raw.to(ctx.comm)
+            self.buffers = _all_gather(buf, ctx.world, ctx.group)
+
+    def pieces(self, r: int, i: int) -> list[torch.Tensor]:
+        """Rank ``r``'s pieces of unit ``i`` (this rank's own, untouched)."""
+        if r == self.ctx.rank:
+            return self.units[i].pieces
+        start = sum(len(p) for _, p in self.layouts[r][:i])
         out = []
-        for j, (dtype, shape) in enumerate(layouts[r][unit_index][1]):
-            off = offsets[r][start + j]
-            raw = gathered[r][off:off + math.prod(shape) * dtype.itemsize]
+        for j, (dtype, shape) in enumerate(self.layouts[r][i][1]):
+            off = self.offsets[r][start + j]
+            raw = self.buffers[r][off:off + math.prod(shape) * dtype.itemsize]
             out.append(raw.view(dtype).reshape(shape))
         return out
 
-    specs = _merge_specs(units, layouts, group, world)
-    results: list[list] = []  # per unit: the value to put on rank 0's slot, or per-rank values
+
+# ---- 4. per unit: the reduced value (fast path, local fold, joined chunks) or every rank's subtree
+
+
+def _unit_results(ctx: _Context, units: list[_Unit], layouts: list, reduced: dict, gathered: _Gathered) -> list:
+    specs = _merge_specs(units, layouts, ctx.group, ctx.world)
+    results: list[list] = []  # per unit: [the reduced value] or [every rank's subtree]
     for i, u in enumerate(units):
         if u.kind == "reduce":
-            leaves = []
-            folded_pos = 0
-            for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
-                if not folded:
-                    leaves.append(reduced[(i, j)])
-                    continue
-                vals = [pieces_of(r, i)[folded_pos].to(leaf.device) for r in range(world)]
-                folded_pos += 1
-                acc = vals[0]
-                for v in vals[1:]:
-                    acc = _FOLD[u.tag](acc, v)
-                leaves.append(acc)
-            results.append([pytree.tree_unflatten(leaves, u.spec)])
+            results.append([_reduced_unit(ctx, u, i, reduced, gathered)])
         elif u.kind == "cat":
-            device = u.pieces[0].device if u.pieces else default_device
-            results.append([tuple(p.to(device) for r in range(world) for p in pieces_of(r, i))])
+            device = u.pieces[0].device if u.pieces else ctx.default_device
+            results.append([tuple(p.to(device) for r in range(ctx.world) for p in gathered.pieces(r, i))])
         else:
-            per_rank = []
-            for r in range(world):
-                if r == rank:
-                    per_rank.append(u.node)
-                    continue
-                devices = [leaf.device for leaf in u.leaves]
-                vals = pieces_of(r, i)
-                if len(devices) != len(vals):
-                    devices = [default_device] * len(vals)
-                per_rank.append(pytree.tree_unflatten([v.to(d) for v, d in zip(vals, devices)], specs[r][i]))
-            results.append(per_rank)
+            results.append([_rank_subtree(ctx, u, i, r, gathered, specs) for r in range(ctx.world)])
+    return results
+
+
+def _reduced_unit(ctx: _Context, u: _Unit, i: int, reduced: dict, gathered: _Gathered):
+    leaves, folded_pos = [], 0
+    for j, (leaf, folded) in enumerate(zip(u.leaves, u.folded)):
+        if not folded:
+            leaves.append(reduced[(i, j)])
+            continue
+        vals = [gathered.pieces(r, i)[folded_pos].to(leaf.device) for r in range(ctx.world)]
+        folded_pos += 1
+        acc = vals[0]
+        for v in vals[1:]:
+            acc = _FOLD[u.tag](acc, v)
+        leaves.append(acc)
+    return pytree.tree_unflatten(leaves, u.spec)
+
+
+def _rank_subtree(ctx: _Context, u: _Unit, i: int, r: int, gathered: _Gathered, specs: list):
+    if r == ctx.rank:
+        return u.node
+    devices = [leaf.device for leaf in u.leaves]
+    vals = gathered.pieces(r, i)
+    if len(devices) != len(vals):
+        devices = [ctx.default_device] * len(vals)
+    return pytree.tree_unflatten([v.to(d) for v, d in zip(vals, devices)], specs[r][i])
+
+
+def _assemble(metric: Metric, state, results: list, world: int):
+    """The reduced state: reduced units in rank 0's slot, identities elsewhere, folded by ``merge``."""
+    kinds: list[str] = []
+    _map_units(metric.reductions, state, lambda kind, *_: kinds.append(kind))
 
     def build(r: int):
-        it = iter(range(len(units)))
+        it = iter(range(len(results)))
 
         def visit(kind, tag, node, path):
             i = next(it)
@@ -402,9 +505,20 @@ def reduce(metric: Metric, state, group=None):
 
         return _map_units(metric.reductions, state, visit)
 
-    if not any(u.kind == "merge" for u in units):
+    if "merge" not in kinds:
         return build(0)
     return state_lib.fold(metric.merge, [build(r) for r in range(world)])
+
+
+def _identity(tag: str, like: torch.Tensor) -> torch.Tensor:
+    if tag == "sum":
+        return torch.zeros_like(like)
+    if like.dtype == torch.bool:
+        return torch.full_like(like, tag == "min")
+    if like.is_floating_point():
+        return torch.full_like(like, math.inf if tag == "min" else -math.inf)
+    info = torch.iinfo(like.dtype)
+    return torch.full_like(like, info.max if tag == "min" else info.min)
 
 
 def _merge_specs(units: list[_Unit], layouts, group, world: int) -> list[list]:

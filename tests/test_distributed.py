@@ -156,7 +156,7 @@ def _odd_metric():
 
     def update(s, x):
         return _Odd(s.any_positive | (x > 0).any(), s.count + x.numel(), torch.minimum(s.low, x.amin(dim=0) if x.numel() else s.low),
-                    s.chunks + (x, x.long().reshape(-1, 1)))
+                    s.chunks + (x, x.long()))
 
     def finalize(s):
         floats = [c for c in s.chunks if c.is_floating_point()]
@@ -200,6 +200,25 @@ def _moments_metric():
                 if s.batches else torch.tensor(0)}
 
     return fm.Metric(init=init, update=update, merge=merge, finalize=finalize, name="moments")
+
+
+class _Rows(NamedTuple):
+    rows: tuple
+
+
+def _chunked_metric():
+    tags = _Rows(rows="cat")
+    return fm.Metric(init=lambda: _Rows(()), update=lambda s, x: _Rows((x.clone(),)), merge=merge_fields(tags),
+                     finalize=lambda s: torch.cat(s.rows) if s.rows else torch.empty(0), name="rows",
+                     reductions=tags)
+
+
+def test_chunks_of_one_field_with_other_trailing_shapes_raise_naming_the_field():
+    m = _chunked_metric()
+    s = m.update(m.update(m.init(), torch.zeros(2, 3)), torch.zeros(1, 4))
+    with pytest.raises(ValueError, match=r"chunks of state\.rows differ in trailing shape \(chunk 0 has shape "
+                                         r"\(2, 3\), chunk 1 has \(1, 4\)\)"):
+        reduce(m, s)
 
 
 def _vector_sum(n):
@@ -256,7 +275,7 @@ def _edge_body(rank: int, world: int):
         out["odd"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, states)), dict(counts))
         out["odd_dtypes"] = [x.dtype for x in fm.state.leaves(reduced)[:3]]
         # many mixed chunks: the variable metadata overflows the fixed header (one more all_gather)
-        many = _states(odd, world, updates=lambda r: 40)
+        many = _states(odd, world, updates=lambda r: 60)
         with count_collectives() as counts:
             reduced = reduce(odd, many[rank])
         out["overflow"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, many)), dict(counts))
@@ -276,6 +295,20 @@ def _edge_body(rank: int, world: int):
         out["mismatch_metric"] = _mismatch(rank, lambda r: fm.sum() if r == world - 1 else fm.mean())
         out["mismatch_shape"] = _mismatch(rank, lambda r: _vector_sum(3 + (r == 1)))
         out["mismatch_layout"] = _mismatch(rank, lambda r: _odd_metric() if r else _moments_metric())
+        # a compute() sync meeting another rank's per-step sync (uneven shards with dist_sync_on_step)
+        try:
+            m = fm.mean()
+            reduce(m, m.init(), purpose="compute" if rank == 1 else "step")
+            out["mismatch_purpose"] = "no error"
+        except LayoutMismatchError as err:
+            out["mismatch_purpose"] = str(err)
+        # chunks of one field with another trailing shape on one rank
+        try:
+            m = _chunked_metric()
+            reduce(m, m.update(m.init(), torch.zeros(2, 3 if rank == 1 else 2)))
+            out["mismatch_chunks"] = "no error"
+        except LayoutMismatchError as err:
+            out["mismatch_chunks"] = str(err)
         m = fm.sum()
         out["after_mismatch"] = m.finalize(reduce(m, m.update(m.init(), torch.tensor([float(rank)]))))
         # collectives for 10 and 20 metrics: a constant
@@ -338,7 +371,7 @@ def test_nan_wins_min_and_max_on_every_rank(edge_results):
 
 @pytest.mark.distributed
 @pytest.mark.parametrize("scenario, names", [
-    ("mismatch_config", ["state_key: ('mean', 'ignore')", "state_key: ('mean', 'warn')"]),
+    ("mismatch_config", ["('nan_strategy', 'ignore')", "('nan_strategy', 'warn')"]),
     ("mismatch_metric", ["metric: mean", "metric: sum"]),
     ("mismatch_shape", ["state.total: sum leaf 0 torch.float32 (3,)", "(4,)"]),
     ("mismatch_layout", ["metric: moments", "metric: odd"]),
@@ -349,6 +382,22 @@ def test_disagreeing_ranks_all_raise_naming_the_difference(edge_results, scenari
         assert msg.startswith("adapters.distributed.reduce: ranks disagree"), (rank, msg)
         for name in names:
             assert name in msg, (rank, msg)
+
+
+@pytest.mark.distributed
+def test_a_compute_sync_meeting_a_step_sync_raises_on_every_rank(edge_results):
+    for rank, out in enumerate(edge_results):
+        msg = out["mismatch_purpose"]
+        assert msg.startswith("adapters.distributed.reduce: ranks disagree"), (rank, msg)
+        assert "(step)" in msg and "(compute)" in msg and "different reduce calls" in msg, (rank, msg)
+
+
+@pytest.mark.distributed
+def test_chunks_with_other_trailing_shapes_across_ranks_raise_on_every_rank(edge_results):
+    for rank, out in enumerate(edge_results):
+        msg = out["mismatch_chunks"]
+        assert "chunks of state.rows differ in trailing shape across ranks" in msg, (rank, msg)
+        assert "rank 0: chunks of shape (n, 2)" in msg and "rank 1: chunks of shape (n, 3)" in msg, (rank, msg)
 
 
 @pytest.mark.distributed
