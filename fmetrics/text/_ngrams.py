@@ -10,6 +10,7 @@ and clipping them against references are sorts and searches over
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -18,14 +19,16 @@ __all__ = ["encode_words", "encode_chars", "ngram_orders", "counts", "clipped_ma
 
 
 def encode_words(sents: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids (end to end) and lengths of tokenized sentences; ids are compact per call."""
-    vocab: dict = {}
-    get = vocab.setdefault
-    lens, ids = [], []
-    for words in sents:
-        lens.append(len(words))
-        ids.extend([get(w, len(vocab)) for w in words])
-    return np.asarray(ids, dtype=np.int64), np.asarray(lens, dtype=np.int64)
+    """Token ids (end to end) and lengths of tokenized sentences; ids are compact per call.
+
+    Every loop over tokens runs in C (``dict.fromkeys``, ``map``, ``np.fromiter``).
+    """
+    sents = sents if isinstance(sents, list) else list(sents)
+    lens = np.fromiter(map(len, sents), dtype=np.int64, count=len(sents))
+    flat = list(chain.from_iterable(sents))
+    vocab = dict(zip(dict.fromkeys(flat), range(len(flat))))
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return ids, lens
 
 
 def encode_chars(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -90,10 +93,18 @@ def clipped_matches(hyp: tuple, ref: tuple, owner: np.ndarray, n_hyp: int) -> tu
     rk, rc = counts(rs, rg, G)  # per (reference, gram)
     okey = owner[rk // G] * G + rk % G  # per (hypothesis, gram): the max over its references
     if okey.size:
-        order = np.argsort(okey, kind="stable")
-        okey, rc = okey[order], rc[order]
-        starts = np.flatnonzero(np.r_[True, okey[1:] != okey[:-1]])
-        okey, rc = okey[starts], np.maximum.reduceat(rc, starts)
+        top = int(rc.max()) + 1
+        if int(okey.max()) < (1 << 62) // top:
+            # one sort of (key, count) packed in an int64: the last of each key holds its max count
+            packed = np.sort(okey * top + rc)
+            keys = packed // top
+            last = np.r_[keys[1:] != keys[:-1], True]
+            okey, rc = keys[last], packed[last] % top
+        else:
+            order = np.argsort(okey, kind="stable")
+            okey, rc = okey[order], rc[order]
+            starts = np.flatnonzero(np.r_[True, okey[1:] != okey[:-1]])
+            okey, rc = okey[starts], np.maximum.reduceat(rc, starts)
     match = np.minimum(hc, _lookup(okey, rc, hk))
     per = np.bincount(hk // G, weights=match, minlength=n_hyp).astype(np.int64)
     tot = np.bincount(hs, minlength=n_hyp).astype(np.int64)

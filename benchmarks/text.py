@@ -1,0 +1,202 @@
+"""Text workloads on a synthetic corpus: 20,000 sentence pairs (2,000 with --quick) over a 5,000-word
+vocabulary, 5-40 words each, about 20% of the words edited (substituted, deleted, inserted); two
+references per sentence for the MT metrics. fmetrics and torchmetrics are fed batches of 500 pairs;
+the dedicated libraries (sacrebleu, jiwer, rouge-score, rapidfuzz) score the whole corpus in one call,
+their fastest use. Peers' values are put on fmetrics' scale (sacrebleu's 0-100 divided by 100).
+
+chrF uses 1,000 pairs (200 with --quick) and CER 2,000 (500): torchmetrics takes minutes beyond that.
+"""
+from __future__ import annotations
+
+import random
+
+import fmetrics.text as ft
+from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+
+VOCAB = 5000
+BATCH = 500
+
+
+def corpus(n: int, seed: int = 0, refs: int = 1):
+    """``n`` (hypothesis, [references]) pairs: references of 5-40 words, hypotheses ~20% edited."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(VOCAB)]
+
+    def edit(s):
+        out = []
+        for w in s:
+            u = rng.random()
+            if u < 0.07:
+                continue
+            out.append(rng.choice(words) if u < 0.14 else w)
+            if rng.random() < 0.06:
+                out.append(rng.choice(words))
+        return " ".join(out)
+
+    hyps, targets = [], []
+    for _ in range(n):
+        ref = [rng.choice(words) for _ in range(rng.randint(5, 40))]
+        hyps.append(edit(ref))
+        targets.append([" ".join(ref)] + [edit(ref) for _ in range(refs - 1)])
+    return hyps, targets
+
+
+def _batches(hyps, targets, flat: bool = False):
+    t = [x[0] for x in targets] if flat else targets
+    return [(hyps[i:i + BATCH], t[i:i + BATCH]) for i in range(0, len(hyps), BATCH)]
+
+
+def _streams(targets):
+    return [list(s) for s in zip(*targets)]
+
+
+def _size(quick: bool, full: int = 20000, small: int = 2000) -> int:
+    return small if quick else full
+
+
+def _tm(cls_name: str, batches, **kwargs):
+    import torchmetrics.text as tm
+
+    cls = getattr(tm, cls_name)
+    return torchmetrics_run(lambda: cls(**kwargs), batches)
+
+
+def _mt(name, metric, tm_class, sacre, doc, full=20000, small=2000, tm_kwargs=None, refs=2):
+    @register(f"text/{name}", domain="text", samples=lambda quick: _size(quick, full, small),
+              peers=("sacrebleu", "torchmetrics"), description=doc, tolerance=1e-6)
+    def build(quick: bool):
+        hyps, targets = corpus(_size(quick, full, small), refs=refs)
+        batches = _batches(hyps, targets)
+        runs = {"fmetrics": fmetrics_run(metric, batches)}
+        try:
+            runs["sacrebleu"] = sacre(hyps, targets)
+        except ImportError:
+            pass
+        try:
+            runs["torchmetrics"] = _tm(tm_class, batches, **(tm_kwargs or {}))
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+def _sacre_bleu(tokenize):
+    def make(hyps, targets):
+        import sacrebleu
+
+        streams = _streams(targets)
+        return lambda: sacrebleu.corpus_bleu(hyps, streams, tokenize=tokenize).score / 100
+    return make
+
+
+def _sacre_chrf(hyps, targets):
+    from sacrebleu.metrics import CHRF
+
+    streams = _streams(targets)
+    return lambda: CHRF(word_order=2).corpus_score(hyps, streams).score / 100
+
+
+def _sacre_ter(hyps, targets):
+    from sacrebleu.metrics import TER
+
+    streams = _streams(targets)
+    return lambda: TER(case_sensitive=False).corpus_score(hyps, streams).score / 100
+
+
+_mt("bleu_score", ft.bleu_score(), "BLEUScore", _sacre_bleu("none"),
+    "corpus BLEU (whitespace tokens), 2 references, vs sacrebleu tokenize='none' and BLEUScore")
+_mt("sacre_bleu_score", ft.sacre_bleu_score(), "SacreBLEUScore", _sacre_bleu("13a"),
+    "sacreBLEU 13a, 2 references, vs sacrebleu.corpus_bleu and SacreBLEUScore")
+_mt("chrf_score", ft.chrf_score(), "CHRFScore", _sacre_chrf,
+    "chrF++ on 1,000 pairs, 2 references, vs sacrebleu CHRF(word_order=2) and CHRFScore "
+    "(torchmetrics averages per-order F-scores: its value differs)", full=1000, small=200)
+_mt("translation_edit_rate", ft.translation_edit_rate(), "TranslationEditRate", _sacre_ter,
+    "TER, 1 reference, vs sacrebleu TER and TranslationEditRate", refs=1, full=5000, small=500)
+
+
+def _asr(name, metric, tm_class, jiwer_fn, doc, full=20000, small=2000, tolerance=1e-6):
+    @register(f"text/{name}", domain="text", samples=lambda quick: _size(quick, full, small),
+              peers=("jiwer", "torchmetrics"), description=doc, tolerance=tolerance)
+    def build(quick: bool):
+        hyps, targets = corpus(_size(quick, full, small))
+        refs = [t[0] for t in targets]
+        batches = _batches(hyps, targets, flat=True)
+        runs = {"fmetrics": fmetrics_run(metric, batches)}
+        try:
+            import jiwer
+
+            fn = getattr(jiwer, jiwer_fn)
+            runs["jiwer"] = lambda: fn(refs, hyps)
+        except ImportError:
+            pass
+        try:
+            runs["torchmetrics"] = _tm(tm_class, batches)
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+_asr("word_error_rate", ft.word_error_rate(), "WordErrorRate", "wer", "WER vs jiwer.wer and WordErrorRate")
+_asr("char_error_rate", ft.char_error_rate(), "CharErrorRate", "cer",
+     "CER on 2,000 pairs vs jiwer.cer and CharErrorRate", full=2000, small=500)
+_asr("match_error_rate", ft.match_error_rate(), "MatchErrorRate", "mer",
+     "MER vs jiwer.mer and MatchErrorRate (torchmetrics divides by sum max(N_ref, N_hyp): its value differs)",
+     tolerance=1e-6)
+_asr("word_information_lost", ft.word_information_lost(), "WordInfoLost", "wil",
+     "WIL vs jiwer.wil and WordInfoLost (torchmetrics' value differs, see docs/text.md)")
+
+
+@register("text/edit_distance", domain="text", samples=lambda quick: _size(quick),
+          peers=("rapidfuzz", "torchmetrics"), description="mean character edit distance vs a rapidfuzz "
+          "Levenshtein loop and EditDistance", tolerance=1e-6)
+def _edit(quick: bool):
+    hyps, targets = corpus(_size(quick, 2000, 500))
+    refs = [t[0] for t in targets]
+    batches = _batches(hyps, targets, flat=True)
+    runs = {"fmetrics": fmetrics_run(ft.edit_distance(), batches)}
+    try:
+        from rapidfuzz.distance import Levenshtein
+
+        runs["rapidfuzz"] = lambda: sum(Levenshtein.distance(h, r) for h, r in zip(hyps, refs)) / len(hyps)
+    except ImportError:
+        pass
+    try:
+        runs["torchmetrics"] = _tm("EditDistance", batches)
+    except ImportError:
+        pass
+    return runs
+
+
+@register("text/rouge_score", domain="text", samples=lambda quick: _size(quick, 5000, 500),
+          peers=("rouge-score", "torchmetrics"), tolerance=1e-6,
+          description="ROUGE-1/2/L, 2 references (best), vs rouge_score.RougeScorer.score_multi and ROUGEScore")
+def _rouge(quick: bool):
+    keys = ("rouge1", "rouge2", "rougeL")
+    hyps, targets = corpus(_size(quick, 5000, 500), refs=2)
+    batches = _batches(hyps, targets)
+    runs = {"fmetrics": fmetrics_run(ft.rouge_score(rouge_keys=keys), batches)}
+    try:
+        from rouge_score import rouge_scorer
+
+        def rs():
+            sc = rouge_scorer.RougeScorer(list(keys))
+            out = {f"{k}_{t}": 0.0 for k in keys for t in ("fmeasure", "precision", "recall")}
+            for h, rr in zip(hyps, targets):
+                s = sc.score_multi(rr, h)
+                for k in keys:
+                    out[f"{k}_fmeasure"] += s[k].fmeasure / len(hyps)
+                    out[f"{k}_precision"] += s[k].precision / len(hyps)
+                    out[f"{k}_recall"] += s[k].recall / len(hyps)
+            return out
+
+        runs["rouge-score"] = rs
+    except ImportError:
+        pass
+    try:
+        runs["torchmetrics"] = _tm("ROUGEScore", batches, rouge_keys=keys)
+    except ImportError:
+        pass
+    return runs
