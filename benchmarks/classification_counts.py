@@ -85,7 +85,7 @@ _FIVE = {
           description="accuracy+precision+recall+F1+specificity (macro), one shared state vs MetricCollection")
 def stat_scores_collection(quick: bool):
     batches = _logits(quick, seed=2)
-    col = fmetrics.collection({k: getattr(fmetrics, f)(C) for k, (f, _) in _FIVE.items()})
+    col = fmetrics.collection({k: getattr(fmetrics, f)(num_classes=C) for k, (f, _) in _FIVE.items()})
     runs = {"fmetrics": fmetrics_run(col, batches)}
     try:
         from torchmetrics import MetricCollection

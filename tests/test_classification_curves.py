@@ -19,6 +19,10 @@ SEEDS = (0, 1, 2)
 DEVIATION = {"sklearn": 0.0, "torchmetrics": 0.0}
 
 
+FLOOR = {"recall_at_fixed_precision": "min_precision", "precision_at_fixed_recall": "min_recall",
+         "sensitivity_at_specificity": "min_specificity", "specificity_at_sensitivity": "min_sensitivity"}
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _summary():
     yield
@@ -172,7 +176,7 @@ def test_binary_vs_torchmetrics(seed, logits, ignore):
         for floor in (0.3, 0.75):
             for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
                          "specificity_at_sensitivity"):
-                close(batched(getattr(fm, f"binary_{kind}")(floor, **kw), p, y),
+                close(batched(getattr(fm, f"binary_{kind}")(**{FLOOR[kind]: floor}, **kw), p, y),
                       getattr(tmf, f"binary_{kind}")(p, y, floor, **tm))
     for norm, n_bins in itertools.product(("l1", "l2", "max"), (1, 7, 15)):
         close(batched(fm.binary_calibration_error(n_bins=n_bins, norm=norm, ignore_index=ii), p, y),
@@ -232,7 +236,7 @@ def test_multiclass_vs_torchmetrics(seed, logits, ignore):
                   per_class if average is None else per_class.mean())
         for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
                      "specificity_at_sensitivity"):
-            close(batched(getattr(fm, f"multiclass_{kind}")(C, 0.4, **kw), p, y),
+            close(batched(getattr(fm, f"multiclass_{kind}")(num_classes=C, **{FLOOR[kind]: 0.4}, **kw), p, y),
                   getattr(tmf, f"multiclass_{kind}")(p, y, C, 0.4, **kw))
     for norm in ("l1", "l2", "max"):
         close(batched(fm.multiclass_calibration_error(num_classes=C, n_bins=10, norm=norm, ignore_index=ii), p, y),
@@ -298,7 +302,7 @@ def test_multilabel_vs_torchmetrics(seed, ignore):
               logauc_oracle(*tmf.multilabel_roc(p, y, L, **kw)[:2], (0.15, 0.5)))
         for kind in ("recall_at_fixed_precision", "precision_at_fixed_recall", "sensitivity_at_specificity",
                      "specificity_at_sensitivity"):
-            close(batched(getattr(fm, f"multilabel_{kind}")(L, 0.6, **kw), p, y),
+            close(batched(getattr(fm, f"multilabel_{kind}")(num_labels=L, **{FLOOR[kind]: 0.6}, **kw), p, y),
                   getattr(tmf, f"multilabel_{kind}")(p, y, L, 0.6, **kw))
 
 

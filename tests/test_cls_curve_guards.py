@@ -47,12 +47,16 @@ def test_scores_do_not_warn_and_multilabel_hard_warns():
 @pytest.mark.parametrize("thresholds", [None, 5])
 def test_out_of_range_labels_raise_at_finalize_with_count(thresholds):
     m = fm.binary_auroc(thresholds=thresholds)
-    s = m.update(m.init(), torch.tensor([0.1, 0.7, 0.4, 0.3]), torch.tensor([0, 1, 2, 5]))
-    assert int(s.invalid[0]) == 2
-    with pytest.raises(ValueError, match="binary_auroc: 2 input entries broke the rule: target values"):
+    with pytest.raises(ValueError, match=r"binary_auroc: target values must be in \[0, 2\); found 2 and 5"):
+        m.update(m.init(), torch.tensor([0.1, 0.7, 0.4, 0.3]), torch.tensor([0, 1, 2, 5]))
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), torch.tensor([0.1, 0.7, 0.4, 0.3]), torch.tensor([0, 1, 2, 5]))
+    assert int(s.invalid.count) == 2
+    with pytest.raises(ValueError, match="binary_auroc: 2 input entries broke the rule: target values.*first was 2"):
         m.finalize(s)
     mc = fm.multiclass_roc(num_classes=3, thresholds=thresholds, ignore_index=-1)
-    s = mc.update(mc.init(), torch.rand(4, 3).softmax(1), torch.tensor([0, -1, 3, 2]))
+    with fm.validation.mode("deferred"):
+        s = mc.update(mc.init(), torch.rand(4, 3).softmax(1), torch.tensor([0, -1, 3, 2]))
     with pytest.raises(ValueError, match="1 input entry broke the rule"):
         mc.finalize(s)
 
@@ -63,10 +67,13 @@ def test_validate_args_false_skips_the_report():
     assert torch.isfinite(fm_value)
 
 
-def test_nan_scores_are_dropped_and_reported():
+def test_nan_scores_are_invalid_input():
     m = fm.binary_auroc()
-    s = m.update(m.init(), torch.tensor([0.1, float("nan"), 0.8]), torch.tensor([0, 1, 1]))
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="binary_auroc: preds must not be NaN"):
+        m.update(m.init(), torch.tensor([0.1, float("nan"), 0.8]), torch.tensor([0, 1, 1]))
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), torch.tensor([0.1, float("nan"), 0.8]), torch.tensor([0, 1, 1]))
+    with pytest.raises(ValueError, match="broke the rule: .*float preds not NaN; the first was nan"):
         m.finalize(s)
 
 
@@ -112,7 +119,7 @@ def test_bad_shapes_raise_eagerly_and_keep_the_state(metric, preds, target, arg)
     good = metric.init()
     with pytest.raises(ValueError, match=f"{metric.name}: argument `{arg}`"):
         metric.update(good, preds, target)
-    assert all(x.numel() == 0 or int(x.abs().sum()) == 0 for x in torch.utils._pytree.tree_leaves(good))
+    assert all(x.numel() == 0 or int(x.nan_to_num().abs().sum()) == 0 for x in torch.utils._pytree.tree_leaves(good))
 
 
 # ---------------------------------------------------------------------- states
@@ -125,7 +132,7 @@ def test_binned_state_is_bounded_and_sum_mergeable():
     s = run(m, batches)
     assert isinstance(s, BinnedState) and s.hist.shape == (1, 101, 2)
     assert int(s.hist.sum()) == 5000
-    assert m.reductions == BinnedState(hist="sum", soft="sum", invalid="sum")
+    assert m.reductions == BinnedState(hist="sum", soft="sum", invalid=None)
 
 
 @pytest.mark.parametrize("thresholds", [None, 20])
@@ -165,13 +172,14 @@ def test_ranking_metrics_share_one_update():
 
 def test_packed_float32_sort_matches_the_generic_path():
     """The numpy sort of packed (score bits, label) keys, negatives, -0.0 and ties included."""
-    from fmetrics.classification.curves._curve import exact_auroc, exact_counts
+    from fmetrics.classification.curves._curve import exact_auroc, exact_counts, sort_column
 
     g = torch.Generator().manual_seed(3)
     scores = torch.cat([torch.randn(200, generator=g).round(decimals=1), torch.tensor([-0.0, 0.0, -0.0])])
     labels = torch.rand(203, generator=g) < 0.4
-    packed, generic = exact_counts(scores, labels), exact_counts(scores.double(), labels)
+    packed, generic = exact_counts(sort_column(scores, labels)), exact_counts(sort_column(scores.double(), labels))
     for a, b in zip(packed[:5], generic[:5]):
         torch.testing.assert_close(a.double(), b.double())
-    torch.testing.assert_close(exact_auroc(scores, labels, "t")[0], exact_auroc(scores.double(), labels, "t")[0])
+    torch.testing.assert_close(exact_auroc(sort_column(scores, labels), "t")[0],
+                               exact_auroc(sort_column(scores.double(), labels), "t")[0])
     assert int((packed.thr == 0).sum()) == 1  # -0.0 and 0.0 share one threshold

@@ -11,42 +11,101 @@ from fmetrics.classification import _format
 # ------------------------------------------------------------------ value rules: counted in update, raised in finalize
 
 
-def test_out_of_range_target_labels_raise_at_finalize_with_the_count():
-    m = fm.multiclass_accuracy(num_classes=3)
-    s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 7, -2, 1]))  # no raise here
-    with pytest.raises(ValueError, match=r"multiclass_accuracy: 2 input entries broke the rule: target"):
+def test_out_of_range_target_labels_raise_at_once_quoting_the_values():
+    m = fm.multiclass_accuracy(num_classes=5)
+    s0 = m.update(m.init(), torch.tensor([0, 1]), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"^multiclass_accuracy: target values must be in \[0, 5\); "
+                                         r"found 5 and 7 \(3 entries\)$"):
+        m.update(s0, torch.tensor([0, 1, 2, 1]), torch.tensor([5, 7, 7, 1]))
+    assert float(m.finalize(s0)) == 1.0  # the state the caller holds is untouched
+
+
+def test_deferred_path_counts_and_raises_in_finalize_naming_value_and_call():
+    m = fm.multiclass_accuracy(num_classes=3, average="micro")
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), torch.tensor([0, 1]), torch.tensor([0, 1]))
+        s = m.update(s, torch.tensor([0, 1, 2, 1]), torch.tensor([0, 7, -2, 1]))  # no raise here
+    with pytest.raises(ValueError, match=r"multiclass_accuracy: 2 input entries broke the rule: target.*the first "
+                                         r"was 7 in update call 2") as err:
         m.finalize(s)
+    assert "dropped" not in str(err.value)
+    good = m.finalize(m.update(m.init(), torch.tensor([0, 1, 0, 1]), torch.tensor([0, 1, 0, 1])))
+    assert float(good) == 1.0 and int(s.counts[9]) == 4  # raw layout: [targets | preds | hits | entries]
 
 
-@pytest.mark.parametrize("metric,preds,target,rule", [
-    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([2, 1]), "1 input entry broke the rule: target"),
-    (fm.binary_f1_score(), torch.tensor([3, 1]), torch.tensor([0, 1]), "integer preds"),
-    (fm.binary_f1_score(), torch.tensor([0.5, float("nan")]), torch.tensor([0, 1]), "NaN"),
-    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([0.5, 1.0]), "target"),
-    (fm.multiclass_precision(num_classes=3), torch.tensor([5, 1]), torch.tensor([0, 1]), "integer preds"),
-    (fm.multiclass_confusion_matrix(num_classes=3), torch.tensor([[0.1, float("nan"), 0.2]]), torch.tensor([0]), "NaN"),
-    (fm.multilabel_recall(num_labels=2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target"),
-    (fm.multiclass_exact_match(num_classes=3), torch.tensor([0, 1]), torch.tensor([0, 3]), "target"),
-])
-def test_value_rules_raise_in_finalize(metric, preds, target, rule):
-    s = metric.update(metric.init(), preds, target)
-    with pytest.raises(ValueError, match=rule):
+CASES_BAD = [
+    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([2, 1]), "target values must be in \\[0, 2\\); found 2", "2"),
+    (fm.binary_f1_score(), torch.tensor([3, 1]), torch.tensor([0, 1]), "preds values must be in \\[0, 2\\); found 3", "3"),
+    (fm.binary_f1_score(), torch.tensor([0.5, float("nan")]), torch.tensor([0, 1]), "preds must not be NaN", "nan"),
+    (fm.binary_f1_score(), torch.tensor([0.2, 0.9]), torch.tensor([0.5, 1.0]), "target values .* found 0.5", "0.5"),
+    (fm.multiclass_precision(num_classes=3), torch.tensor([5, 1]), torch.tensor([0, 1]), "preds values .* found 5", "5"),
+    (fm.multiclass_confusion_matrix(num_classes=3), torch.tensor([[0.1, float("nan"), 0.2]]), torch.tensor([0]),
+     "preds must not be NaN", "nan"),
+    (fm.multilabel_recall(num_labels=2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target values .* found 3", "3"),
+    (fm.multiclass_exact_match(num_classes=3), torch.tensor([0, 1]), torch.tensor([0, 3]), "target values .* found 3", "3"),
+    (fm.binary_auroc(), torch.tensor([0.2, 0.9]), torch.tensor([2, 1]), "target values .* found 2", "2"),
+    (fm.multiclass_auroc(num_classes=3), torch.tensor([[0.2, 0.3, 0.5]]), torch.tensor([4]), "target values .* found 4", "4"),
+    (fm.binary_auroc(thresholds=5), torch.tensor([0.2, float("nan")]), torch.tensor([0, 1]), "preds must not be NaN", "nan"),
+    (fm.binary_calibration_error(), torch.tensor([0.2, 0.9]), torch.tensor([0, 3]), "target values .* found 3", "3"),
+    (fm.binary_hinge_loss(), torch.tensor([0.2, 0.9]), torch.tensor([0, 3]), "target values .* found 3", "3"),
+    (fm.multilabel_ranking_loss(num_labels=2), torch.tensor([[0.2, 0.9]]), torch.tensor([[0, 3]]), "target values .* found 3", "3"),
+]
+
+
+@pytest.mark.parametrize("metric,preds,target,eager,first", CASES_BAD, ids=lambda x: getattr(x, "name", None))
+def test_value_rules_raise_at_once_on_cpu(metric, preds, target, eager, first):
+    s = metric.init()
+    with pytest.raises(ValueError, match=f"{metric.name}: {eager}"):
+        metric.update(s, preds, target)
+
+
+@pytest.mark.parametrize("metric,preds,target,eager,first", CASES_BAD, ids=lambda x: getattr(x, "name", None))
+def test_value_rules_deferred_raise_in_finalize(metric, preds, target, eager, first):
+    with fm.validation.mode("deferred"):
+        s = metric.update(metric.init(), preds, target)
+    with pytest.raises(ValueError, match=f"{metric.name}: 1 input entry broke the rule: .* the first was {first} "
+                                         "in update call 1") as err:
         metric.finalize(s)
+    assert "dropped" not in str(err.value)
 
 
-def test_invalid_entries_are_dropped_and_valid_ones_kept():
+def test_invalid_entries_are_recorded_and_valid_ones_kept():
     m = fm.multiclass_stat_scores(num_classes=3, average="micro")
-    s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
-    assert s.invalid.tolist() == [1, 0, 0]
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
+    assert int(s.invalid.count) == 1 and float(s.invalid.first) == 9.0 and int(s.invalid.call) == 1
     hits, entries = s.counts[6:9], s.counts[9]  # raw layout: [targets | predictions | hits | entries]
     assert hits.tolist() == [1, 1, 1] and entries.item() == 3  # the three valid entries are counted
 
 
-def test_bad_group_ids_raise_at_finalize():
+def test_bad_group_ids_raise_at_once_and_deferred():
     m = fm.binary_fairness(num_groups=2)
-    s = m.update(m.init(), torch.tensor([0.9, 0.1]), torch.tensor([1, 0]), torch.tensor([0, 5]))
-    with pytest.raises(ValueError, match="1 input entry broke the rule: groups"):
+    with pytest.raises(ValueError, match=r"binary_fairness: groups values must be in \[0, 2\); found 5"):
+        m.update(m.init(), torch.tensor([0.9, 0.1]), torch.tensor([1, 0]), torch.tensor([0, 5]))
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), torch.tensor([0.9, 0.1]), torch.tensor([1, 0]), torch.tensor([0, 5]))
+    with pytest.raises(ValueError, match="1 input entry broke the rule: groups .* the first was 5"):
         m.finalize(s)
+
+
+def test_torchmetric_keeps_the_good_batches_after_a_bad_one_raises():
+    from adapters import TorchMetric
+
+    tm = TorchMetric(fm.multiclass_accuracy(num_classes=3, average="micro"))
+    tm.update(torch.tensor([0, 1, 2]), torch.tensor([0, 1, 1]))
+    with pytest.raises(ValueError, match="target values must be in"):
+        tm.update(torch.tensor([0, 1]), torch.tensor([0, 3]))
+    tm.update(torch.tensor([2]), torch.tensor([2]))
+    assert float(tm.compute()) == 0.75  # 3 of the 4 good samples; the bad batch never entered the state
+
+
+def test_nan_scores_and_probabilities_outside_unit_interval_rule():
+    # the one rule: NaN scores are invalid input; a float batch with any value outside [0, 1] is logits
+    m = fm.binary_accuracy()
+    with pytest.raises(ValueError, match="preds must not be NaN"):
+        m(torch.tensor([0.2, float("nan")]), torch.tensor([0, 1]))
+    assert float(m(torch.tensor([-1.0, 2.0]), torch.tensor([0, 1]))) == 1.0  # sigmoid: 0.27, 0.88
+    assert float(m(torch.tensor([0.2, 1.0]), torch.tensor([0, 1]))) == 1.0  # probabilities, 1.0 > 0.5
 
 
 # ------------------------------------------------------------------ eager errors naming metric and argument
@@ -169,10 +228,10 @@ def test_classes_absent_from_all_data_leave_the_macro_average():
     t = torch.randint(0, 3, (40,), generator=g)
     for metric, sk in ((fm.multiclass_precision, skm.precision_score), (fm.multiclass_recall, skm.recall_score),
                        (fm.multiclass_f1_score, skm.f1_score)):
-        got = float(metric(8, average="macro")(p, t))
+        got = float(metric(num_classes=8, average="macro")(p, t))
         want = sk(t.numpy(), p.numpy(), labels=[0, 1, 2], average="macro", zero_division=0)
         assert abs(got - want) < 1e-12
-        got_none = metric(8, average=None)(p, t)
+        got_none = metric(num_classes=8, average=None)(p, t)
         assert got_none.shape == (8,) and torch.all(got_none[3:] == 0)
 
 
@@ -306,7 +365,7 @@ def test_classes_absent_from_a_batch_but_present_in_others():
     for average in ("macro", "weighted", "micro", None):
         for metric, sk in ((fm.multiclass_precision, skm.precision_score), (fm.multiclass_f1_score, skm.f1_score),
                            (fm.multiclass_jaccard_index, skm.jaccard_score)):
-            m = metric(6, average=average)
+            m = metric(num_classes=6, average=average)
             got = m.finalize(m.update(m.update(m.init(), p1, t1), p2, t2))
             want = sk(t, p, labels=np.arange(6), average=average, zero_division=0)
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)

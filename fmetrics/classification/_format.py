@@ -9,7 +9,7 @@ and *counting* bad values without a host sync:
 ``binary_inputs(name, preds, target, ignore_index=None, samplewise=False)``
     preds ``(N, ...)``, target ``(N, ...)`` (a trailing singleton axis on either
     side is squeezed when only it differs) ->
-    ``Formatted(preds (N, M), target (N, M), keep (N, M), invalid (3,))``.
+    ``Formatted(preds (N, M), target (N, M), keep (N, M), bad, bad_values)``.
 ``multiclass_inputs(name, preds, target, num_classes, ignore_index=None, samplewise=False, top_k=0)``
     preds ``(N, C, ...)`` scores or ``(N, ...)`` labels, target ``(N, ...)`` ->
     preds ``(N, C, M)`` scores or ``(N, M)`` int64 labels, target / keep ``(N, M)``;
@@ -22,10 +22,19 @@ and *counting* bad values without a host sync:
 result, ``preds`` are the user's float scores unchanged (convert with
 `sigmoid_if_logits` / `softmax_if_logits`) or int64 labels; ``target`` is
 int64 with every ignored or invalid entry replaced by 0; ``keep`` is the bool
-mask of entries that count. ``invalid`` is an int64 vector of counts of
-dropped entries, one per rule of `RULES`; keep it in a ``"sum"`` state field
-and call `report(name, invalid)` in ``finalize``. With ``validate=False`` the
-counts are zeros and nothing is dropped except ``ignore_index``.
+mask of entries that count. With ``validate=True`` (the *deferred* path of
+`fmetrics.validation`) ``bad`` is the bool mask of entries that broke a value
+rule (`rule`) and ``bad_values`` their values as float64 (NaN for a NaN
+score): the metric folds them into a `fmetrics.validation.Invalid` state field
+with `flag` and reports in ``finalize`` with `report`; such entries do not
+count, every valid entry does. With ``validate=False`` (``validate_args=False``,
+or the eager check of `checker` has already passed) ``bad`` is ``None`` and
+only ``ignore_index`` entries are left out.
+
+Value rules (one rule for every classification metric): target labels in
+``[0, num)`` (or ``ignore_index``); integer / bool predictions valid labels;
+float scores not NaN. Float scores outside ``[0, 1]`` are not an error: a batch
+holding any is read as logits (sigmoid / softmax), as in torchmetrics.
 
 Logits are detected per batch as torchmetrics does: if any float prediction of
 the batch lies outside ``[0, 1]`` the whole batch is treated as logits. The
@@ -36,8 +45,8 @@ Example::
     >>> f = binary_inputs("binary_accuracy", torch.tensor([0.2, 3.0]), torch.tensor([[0], [1]]))
     >>> sigmoid_if_logits(f.preds)      # 3.0 is outside [0, 1]: the batch is logits
     tensor([[0.5498], [0.9526]])
-    >>> f.target, f.keep.all(), f.invalid
-    (tensor([[0], [1]]), tensor(True), tensor([0, 0, 0]))
+    >>> f.target, f.keep.all(), f.bad.any()
+    (tensor([[0], [1]]), tensor(True), tensor(False))
 """
 from __future__ import annotations
 
@@ -49,7 +58,9 @@ import torch
 from fmetrics import validation
 
 __all__ = [
-    "RULES",
+    "rule",
+    "checker",
+    "flag",
     "Formatted",
     "binary_inputs",
     "multiclass_inputs",
@@ -65,18 +76,86 @@ __all__ = [
     "report",
 ]
 
-RULES = (
-    "target values must be valid labels or ignore_index (the entries were dropped)",
-    "integer preds must be valid labels (the entries were dropped)",
-    "float preds must not be NaN (the entries were dropped)",
-)
+def rule(num: int) -> str:
+    """The value rule of a classification metric over ``num`` classes (2 for binary / multilabel)."""
+    return f"target values and integer preds must be in [0, {num}) (or ignore_index), float preds not NaN"
 
 
 class Formatted(NamedTuple):
     preds: torch.Tensor  # float scores as given, or int64 labels
     target: torch.Tensor  # int64; ignored / invalid entries hold 0
     keep: torch.Tensor  # bool: the entry counts
-    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of RULES
+    bad: Optional[torch.Tensor] = None  # bool: entries that broke the value rule (validate=True only)
+    bad_values: Optional[torch.Tensor] = None  # float64: their values (NaN for a NaN score)
+
+
+def flag(inv: validation.Invalid, f: "Formatted") -> validation.Invalid:
+    """``inv`` with this update's offending entries folded in (only the call counter when not counting)."""
+    if f.bad is None:
+        return inv._replace(calls=inv.calls + 1)
+    return validation.invalid_flag(inv, f.bad, f.bad_values)
+
+
+def _quote_labels(name: str, arg: str, x: torch.Tensor, num: int, ignore_index) -> None:
+    """Raises when ``x`` holds values that are not labels in ``[0, num)`` (nor ``ignore_index``)."""
+    if x.numel() == 0 or x.dtype == torch.bool:
+        return
+    if x.is_floating_point():
+        bad = ~((x >= 0) & (x < num) & (x == x.floor()))
+    else:
+        lo, hi = torch.aminmax(x)
+        if lo >= 0 and hi < num:
+            return
+        bad = (x < 0) | (x >= num)
+    if ignore_index is not None:
+        bad &= x != ignore_index
+    if bool(bad.any()):
+        raise ValueError(f"{name}: {arg} values must be in [0, {num}){' or ignore_index' if ignore_index is not None else ''}; "
+                         f"found {validation.quote(x[bad])}")
+
+
+def _quote_nan(name: str, preds: torch.Tensor, target, ignore_index) -> None:
+    if preds.numel() == 0 or bool(torch.isfinite(preds.sum())):  # one reduction settles the common case
+        return
+    nan = torch.isnan(preds)
+    if ignore_index is not None and isinstance(target, torch.Tensor) and target.shape == preds.shape:
+        nan &= target != ignore_index
+    n = int(nan.sum())
+    if n:
+        raise ValueError(f"{name}: preds must not be NaN; found nan ({n} entr{'y' if n == 1 else 'ies'})")
+
+
+def _multiclass_scores(preds: torch.Tensor, target: torch.Tensor) -> bool:
+    """Whether multiclass ``preds`` are scores ``(N, C, ...)`` (else labels of target's shape)."""
+    return preds.is_floating_point() and preds.dim() >= 2 and (
+        preds.dim() == target.dim() + 1
+        or (preds.dim() == target.dim() and target.shape[-1] == 1 and preds.shape[0] == target.shape[0]
+            and preds.shape[2:] == target.shape[1:-1] and preds.shape != target.shape))
+
+
+def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = None):
+    """The eager value check ``check(preds, target, *rest)`` of a metric (see `fmetrics.validation`).
+
+    Runs only where checking is free (CPU, eager); raises ``ValueError`` quoting
+    the offending values, e.g. ``multiclass_accuracy: target values must be in
+    [0, 5); found 5 and 7 (3 entries)``. Cheap on valid input: one ``aminmax``
+    per label tensor and one sum per float tensor.
+    """
+    num = 2 if task != "multiclass" else num
+
+    def check(preds, target=None, *rest):
+        if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
+            return  # update raises the type error
+        if preds.is_complex() or target.is_complex():
+            return
+        _quote_labels(name, "target", target, num, ignore_index)
+        scores = preds.is_floating_point() if task != "multiclass" else _multiclass_scores(preds, target)
+        if scores:
+            _quote_nan(name, preds, target if task != "multiclass" else None, ignore_index)
+        else:
+            _quote_labels(name, "preds", preds, num, None)
+
+    return check
 
 
 # ------------------------------------------------------------------ config checks
@@ -200,31 +279,34 @@ def _label_values(x: torch.Tensor, num: int):
 
 
 def _target(target: torch.Tensor, num: int, ignore_index, validate: bool):
-    """``(target int64, keep, count of invalid entries)`` for labels in ``[0, num)``.
+    """``(target int64, keep, bad)`` for labels in ``[0, num)``; ``bad`` (validate only, else ``None``) marks
+    entries that are neither a label nor ``ignore_index``.
 
-    Dropped entries of the int64 target still hold their raw value: the caller zeroes them once, with
-    every other drop rule, in its final ``torch.where(keep, target, 0)``.
+    Left-out entries of the int64 target still hold their raw value: the caller zeroes them once, with
+    every other rule, in its final ``torch.where(keep, target, 0)``.
     """
     labels, ok = _label_values(target, num)
     if ignore_index is None:
         if not validate:
-            return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=target.device)
-        return labels, ok, validation.count(~ok)
+            return labels, torch.ones_like(ok), None
+        return labels, ok, ~ok
     ignored = target == ignore_index
     if validate:
-        keep = ok & ~ignored
-        count = validation.count(~(ok | ignored))
-    else:
-        keep = ~ignored
-        count = torch.zeros((), dtype=torch.int64, device=target.device)
-    return labels, keep, count
+        return labels, ok & ~ignored, ~(ok | ignored)
+    return labels, ~ignored, None
 
 
 def _preds_labels(preds: torch.Tensor, num: int, validate: bool):
     labels, ok = _label_values(preds, num)
     if not validate:
-        return labels, torch.ones_like(ok), torch.zeros((), dtype=torch.int64, device=preds.device)
-    return torch.where(ok, labels, 0), ok, validation.count(~ok)
+        return labels, torch.ones_like(ok)
+    return torch.where(ok, labels, 0), ok
+
+
+def _values(bad_t: torch.Tensor, target: torch.Tensor, other: Optional[torch.Tensor]) -> torch.Tensor:
+    """float64 offending values: the target where it broke the rule, else ``other`` (NaN: a NaN score)."""
+    t = target.to(torch.float64)
+    return torch.where(bad_t, t, float("nan") if other is None else other.to(torch.float64))
 
 
 def _flat(x: torch.Tensor, lead: int) -> torch.Tensor:
@@ -243,23 +325,23 @@ def _samplewise_ndim(name: str, x: torch.Tensor, at_least: int, layout: str):
 
 def _binary_like(preds, target, ignore_index, validate, zero_dropped=True):
     """Shared by binary and multilabel once shapes agree; ``zero_dropped=False`` skips the int64
-    ``torch.where`` that zeroes the dropped targets (they then hold their raw value)."""
+    ``torch.where`` that zeroes the left-out targets (they then hold their raw value)."""
     tgt, keep, bad_t = _target(target, 2, ignore_index, validate)
+    bad = values = None
     if preds.is_floating_point():
         if validate:
             nan = torch.isnan(preds) & keep
             keep = keep & ~nan
-            bad_p, bad_n = torch.zeros_like(bad_t), validation.count(nan)
-        else:
-            bad_p = bad_n = torch.zeros_like(bad_t)
+            bad, values = bad_t | nan, _values(bad_t, target, None)
         out = preds
     else:
-        out, ok, _ = _preds_labels(preds, 2, validate)
-        bad = ~ok & keep
-        keep = keep & ok
-        bad_p, bad_n = validation.count(bad), torch.zeros_like(bad_t)
+        out, ok = _preds_labels(preds, 2, validate)
+        if validate:
+            bad_p = ~ok & keep
+            keep = keep & ok
+            bad, values = bad_t | bad_p, _values(bad_t, target, preds)
     tgt = torch.where(keep, tgt, 0) if zero_dropped else tgt
-    return Formatted(out, tgt, keep, torch.stack([bad_t, bad_p, bad_n]))
+    return Formatted(out, tgt, keep, bad, values)
 
 
 def binary_inputs(name: str, preds, target, ignore_index: Optional[int] = None,
@@ -323,18 +405,20 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
         _samplewise_ndim(name, target, 2, "(N, ...) in target")
     target = _flat(target, 1)
     tgt, keep, bad_t = _target(target, num_classes, ignore_index, validate)
-    zero = torch.zeros_like(bad_t)
+    bad = values = None
     if not scores:
-        preds, ok, _ = _preds_labels(_flat(preds, 1), num_classes, validate)
-        bad_p, bad_n = validation.count(~ok & keep), zero
-        keep = keep & ok
+        flat = _flat(preds, 1)
+        preds, ok = _preds_labels(flat, num_classes, validate)
+        if validate:
+            bad_p = ~ok & keep
+            keep = keep & ok
+            bad, values = bad_t | bad_p, _values(bad_t, target, flat)
     elif top_k == 0:
         preds = _flat(preds, 2)
-        bad_p = bad_n = zero
         if validate:
             nan = torch.isnan(preds).any(1) & keep
             keep = keep & ~nan
-            bad_n = validation.count(nan)
+            bad, values = bad_t | nan, _values(bad_t, target, None)
     else:
         scores_ = _flat(preds, 2)
         if top_k == 1:
@@ -344,14 +428,13 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
             top = idx[:, 0]
             preds = torch.where((idx == tgt.unsqueeze(1)).any(1), tgt, top)
             nan = torch.isnan(scores_.gather(1, top.unsqueeze(1))[:, 0])
-        bad_p = bad_n = zero
         if validate:
             nan = nan & keep
             keep = keep & ~nan
-            bad_n = validation.count(nan)
-    return Formatted(preds, torch.where(keep, tgt, 0), keep, torch.stack([bad_t, bad_p, bad_n]))
+            bad, values = bad_t | nan, _values(bad_t, target, None)
+    return Formatted(preds, torch.where(keep, tgt, 0), keep, bad, values)
 
 
-def report(name: str, invalid: torch.Tensor, policy: str = "error") -> None:
-    """Raises (``policy="error"``) or warns in ``finalize`` for each non-zero count of `RULES`."""
-    validation.report(name, dict(zip(RULES, invalid.reshape(-1, 3).sum(0))), policy)
+def report(name: str, inv: validation.Invalid, num: int = 2, policy: str = "error") -> None:
+    """Raises (``policy="error"``) or warns in ``finalize`` when deferred validation counted offending entries."""
+    validation.invalid_report(name, rule(num), inv, policy)

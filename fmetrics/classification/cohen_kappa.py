@@ -12,8 +12,9 @@ from typing import Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification.confusion_matrix import confmat_metric
-from fmetrics.classification.stat_scores import task_dispatch
+from fmetrics.classification.confusion_matrix import confmat_member
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype
 from fmetrics.recipe import factory
@@ -38,6 +39,7 @@ def _kappa(name: str, weights):
 
 
 @factory
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
 def binary_cohen_kappa(*, threshold: float = 0.5, weights: Optional[str] = None, ignore_index: Optional[int] = None,
                        validate_args: bool = True) -> Metric:
     """Cohen's kappa of thresholded binary predictions.
@@ -48,33 +50,33 @@ def binary_cohen_kappa(*, threshold: float = 0.5, weights: Optional[str] = None,
         tensor(0., dtype=torch.float64)
     """
     name = "binary_cohen_kappa"
-    return confmat_metric(name, "binary", 1, _kappa(name, weights), threshold=threshold,
+    return confmat_member(name, "binary", 1, _kappa(name, weights), higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
 def multiclass_cohen_kappa(*, num_classes: int, weights: Optional[str] = None, ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Cohen's kappa of argmax predictions over ``num_classes`` classes.
 
     Example::
 
-        >>> fmetrics.multiclass_cohen_kappa(3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
+        >>> fmetrics.multiclass_cohen_kappa(num_classes=3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
         tensor(0.2000, dtype=torch.float64)
     """
     name = "multiclass_cohen_kappa"
-    return confmat_metric(name, "multiclass", num_classes, _kappa(name, weights), ignore_index=ignore_index,
+    return confmat_member(name, "multiclass", num_classes, _kappa(name, weights), higher_is_better=True, bounds=(-1.0, 1.0), ignore_index=ignore_index,
                           validate_args=validate_args)
 
 
 @factory
-def cohen_kappa(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@documented(returns="that of the task's factory.", inputs='facade')
+def cohen_kappa(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
                 weights: Optional[str] = None, ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
     """Task facade (``"binary" | "multiclass"``) over the ``*_cohen_kappa`` factories."""
-    return task_dispatch(
-        "cohen_kappa", task, num_classes, None,
-        lambda: binary_cohen_kappa(threshold=threshold, weights=weights, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multiclass_cohen_kappa(num_classes=n, weights=weights, ignore_index=ignore_index, validate_args=validate_args),
-        None,
-    )
+    task = check_task("cohen_kappa", task, num_classes, None, ('binary', 'multiclass'))
+    if task == "binary":
+        return binary_cohen_kappa(threshold=threshold, weights=weights, ignore_index=ignore_index, validate_args=validate_args)
+    return multiclass_cohen_kappa(num_classes=num_classes, weights=weights, ignore_index=ignore_index, validate_args=validate_args)

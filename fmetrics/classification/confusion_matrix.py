@@ -9,16 +9,18 @@ the multiclass ``(C, C)`` matrix has its own state, shared with
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Literal, NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.classification._reduce import Counts
-from fmetrics.classification.stat_scores import counts_metric, task_dispatch
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import Task, check_task, stat_scores_family
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.family import Family
+from fmetrics.state import accum_dtype
 from fmetrics.recipe import factory
 
 __all__ = ["binary_confusion_matrix", "multiclass_confusion_matrix", "multilabel_confusion_matrix",
@@ -27,9 +29,12 @@ __all__ = ["binary_confusion_matrix", "multiclass_confusion_matrix", "multilabel
 NORMALIZE = ("true", "pred", "all", "none")
 
 
+Normalize = Literal["true", "pred", "all", "none"]
+
+
 class ConfusionMatrixState(NamedTuple):
     confmat: torch.Tensor  # int64 (C, C): rows are targets, columns predictions
-    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 def _two_by_two(c: Counts) -> torch.Tensor:
@@ -37,40 +42,50 @@ def _two_by_two(c: Counts) -> torch.Tensor:
     return torch.stack([torch.stack([c.tn, c.fp], -1), torch.stack([c.fn, c.tp], -1)], -2)
 
 
-def confmat_metric(name: str, task: str, num: int, finalize_confmat: Callable[[torch.Tensor], object], *,
-                   threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True
-                   ) -> Metric:
-    """A `Metric` whose value is ``finalize_confmat(confmat)`` of the int64 confusion matrix.
-
-    ``confmat``: binary ``(2, 2)``, multiclass ``(C, C)``, multilabel ``(L, 2, 2)``.
-    """
-    if task == "binary":
-        return counts_metric(name, task, 1, lambda c: finalize_confmat(_two_by_two(c)[0]), threshold=threshold,
-                             ignore_index=ignore_index, validate_args=validate_args)
-    if task == "multilabel":
-        return counts_metric(name, task, num, lambda c: finalize_confmat(_two_by_two(c)), threshold=threshold,
-                             ignore_index=ignore_index, validate_args=validate_args)
+def confmat_family(name: str, num: int, ignore_index: Optional[int], validate_args: bool) -> Family:
+    """The multiclass ``(C, C)`` confusion-matrix `Family`; its shared step gives the int64 matrix."""
     num = _format.check_num(name, "num_classes", num)
     ignore_index = _format.check_ignore_index(name, ignore_index)
     validate = bool(validate_args)
 
     def init():
-        return ConfusionMatrixState(torch.zeros(num, num, dtype=torch.int64), torch.zeros(3, dtype=torch.int64))
+        return ConfusionMatrixState(torch.zeros(num, num, dtype=torch.int64), validation.invalid_init())
 
     def update(state, preds, target):
-        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate, top_k=1)
+        count = validate and not validation.eager_check_applies((preds, target), {})
+        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=count, top_k=1)
         index = (f.target * num + f.preds).reshape(-1)
         bins = torch.zeros(num * num, dtype=torch.int64, device=index.device)
         bins = bins.scatter_add(0, index, f.keep.reshape(-1).long())
-        return ConfusionMatrixState(state.confmat + bins.reshape(num, num), state.invalid + f.invalid)
+        return ConfusionMatrixState(state.confmat + bins.reshape(num, num), _format.flag(state.invalid, f))
 
-    def finalize(state):
-        _format.report(name, state.invalid)
-        return finalize_confmat(state.confmat)
+    def merge(a, b):
+        return ConfusionMatrixState(a.confmat + b.confmat, validation.invalid_merge(a.invalid, b.invalid))
 
-    tags = ConfusionMatrixState(confmat="sum", invalid="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("confusion_matrix", num, ignore_index, validate), reductions=tags)
+    def confmat(state):
+        _format.report(name, state.invalid, num)
+        return state.confmat
+
+    return Family(name="confusion_matrix", key=(num, ignore_index, validate), init=init, update=update,
+                  reductions=ConfusionMatrixState(confmat="sum", invalid=None), merge=merge, shared=confmat,
+                  check=_format.checker(name, "multiclass", num, ignore_index) if validate else None)
+
+
+def confmat_member(name: str, task: str, num: int, finish: Callable[[torch.Tensor], object], *,
+                   threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
+                   **metadata) -> Metric:
+    """A `Metric` whose value is ``finish(confmat)`` of the int64 confusion matrix.
+
+    ``confmat``: binary ``(2, 2)``, multiclass ``(C, C)``, multilabel ``(L, 2, 2)``; binary and multilabel
+    read the stat-scores family (shared with accuracy, F1, ...), multiclass `confmat_family`.
+    """
+    if task == "multiclass":
+        return confmat_family(name, num, ignore_index, validate_args).metric(name, finish, **metadata)
+    fam = stat_scores_family(name, task, num, threshold=threshold, ignore_index=ignore_index,
+                             validate_args=validate_args)
+    if task == "binary":
+        return fam.metric(name, lambda c: finish(_two_by_two(c)[0]), **metadata)
+    return fam.metric(name, lambda c: finish(_two_by_two(c)), **metadata)
 
 
 def _normalizer(name: str, normalize):
@@ -87,7 +102,8 @@ def _normalizer(name: str, normalize):
 
 
 @factory
-def binary_confusion_matrix(*, threshold: float = 0.5, normalize: Optional[str] = None,
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
+def binary_confusion_matrix(*, threshold: float = 0.5, normalize: Optional[Normalize] = None,
                             ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``[[tn, fp], [fn, tp]]`` of thresholded binary predictions.
 
@@ -98,35 +114,37 @@ def binary_confusion_matrix(*, threshold: float = 0.5, normalize: Optional[str] 
                 [1, 1]])
     """
     name = "binary_confusion_matrix"
-    return confmat_metric(name, "binary", 1, _normalizer(name, normalize), threshold=threshold,
+    return confmat_member(name, "binary", 1, _normalizer(name, normalize), higher_is_better=None, bounds=(0, None), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multiclass_confusion_matrix(*, num_classes: int, normalize: Optional[str] = None,
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
+def multiclass_confusion_matrix(*, num_classes: int, normalize: Optional[Normalize] = None,
                                 ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """``(C, C)`` counts of (target, argmax prediction) pairs.
 
     Example::
 
-        >>> fmetrics.multiclass_confusion_matrix(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        >>> fmetrics.multiclass_confusion_matrix(num_classes=3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
         tensor([[1, 1, 0],
                 [0, 0, 0],
                 [0, 0, 1]])
     """
     name = "multiclass_confusion_matrix"
-    return confmat_metric(name, "multiclass", num_classes, _normalizer(name, normalize),
+    return confmat_member(name, "multiclass", num_classes, _normalizer(name, normalize), higher_is_better=None, bounds=(0, None),
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multilabel_confusion_matrix(*, num_labels: int, threshold: float = 0.5, normalize: Optional[str] = None,
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
+def multilabel_confusion_matrix(*, num_labels: int, threshold: float = 0.5, normalize: Optional[Normalize] = None,
                                 ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """One ``[[tn, fp], [fn, tp]]`` per label: ``(L, 2, 2)``.
 
     Example::
 
-        >>> m = fmetrics.multilabel_confusion_matrix(2)
+        >>> m = fmetrics.multilabel_confusion_matrix(num_labels=2)
         >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
         tensor([[[0, 0],
                  [0, 2]],
@@ -135,18 +153,19 @@ def multilabel_confusion_matrix(*, num_labels: int, threshold: float = 0.5, norm
                  [1, 0]]])
     """
     name = "multilabel_confusion_matrix"
-    return confmat_metric(name, "multilabel", num_labels, _normalizer(name, normalize), threshold=threshold,
+    return confmat_member(name, "multilabel", num_labels, _normalizer(name, normalize), higher_is_better=None, bounds=(0, None), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def confusion_matrix(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
-                     num_labels: Optional[int] = None, normalize: Optional[str] = None,
+@documented(returns="that of the task's factory.", inputs='facade')
+def confusion_matrix(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
+                     num_labels: Optional[int] = None, normalize: Optional[Normalize] = None,
                      ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Task facade over the ``*_confusion_matrix`` factories (torchmetrics' arguments)."""
-    return task_dispatch(
-        "confusion_matrix", task, num_classes, num_labels,
-        lambda: binary_confusion_matrix(threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multiclass_confusion_matrix(num_classes=n, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multilabel_confusion_matrix(num_labels=n, threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args),
-    )
+    task = check_task("confusion_matrix", task, num_classes, num_labels)
+    if task == "binary":
+        return binary_confusion_matrix(threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args)
+    if task == "multiclass":
+        return multiclass_confusion_matrix(num_classes=num_classes, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_confusion_matrix(num_labels=num_labels, threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args)

@@ -11,10 +11,13 @@ from typing import NamedTuple, Optional
 
 import torch
 
+from fmetrics import validation
 from fmetrics.classification import _format
-from fmetrics.classification.stat_scores import positive, task_dispatch
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import MultidimAverage, Task, check_task, counting, positive
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.family import Family
+from fmetrics.state import accum_dtype, cat_chunks
 from fmetrics.recipe import factory
 
 __all__ = ["multiclass_exact_match", "multilabel_exact_match", "exact_match"]
@@ -22,7 +25,7 @@ __all__ = ["multiclass_exact_match", "multilabel_exact_match", "exact_match"]
 
 class ExactMatchState(NamedTuple):
     counts: object  # int64 (2,): matches, total; samplewise: tuple of (n, 2) chunks
-    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 def _exact_match(name, task, num, threshold, multidim_average, ignore_index, validate_args) -> Metric:
@@ -34,15 +37,16 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
 
     def init():
         counts = () if samplewise else torch.zeros(2, dtype=torch.int64)
-        return ExactMatchState(counts, torch.zeros(3, dtype=torch.int64))
+        return ExactMatchState(counts, validation.invalid_init())
 
     def update(state, preds, target):
+        count = counting(validate, (preds, target))
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate, top_k=1)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k=1)
             right = (f.preds == f.target) | ~f.keep  # (N, M)
             per_sample = torch.stack([right.all(1).long(), torch.ones_like(right[:, 0], dtype=torch.int64)], -1)
         else:
-            f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, validate)
+            f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, count)
             right = ((positive(f.preds, threshold).long() == f.target) | ~f.keep).all(1)  # (N, M)
             ones = torch.ones_like(right, dtype=torch.int64)
             per_sample = torch.stack([right.sum(1, dtype=torch.int64), ones.sum(1)], -1)
@@ -50,31 +54,37 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
             counts = state.counts + (per_sample,)
         else:
             counts = state.counts + per_sample.sum(0)
-        return ExactMatchState(counts, state.invalid + f.invalid)
+        return ExactMatchState(counts, _format.flag(state.invalid, f))
+
+    def merge(a, b):
+        counts = tuple(a.counts) + tuple(b.counts) if samplewise else a.counts + b.counts
+        return ExactMatchState(counts, validation.invalid_merge(a.invalid, b.invalid))
 
     def finalize(state):
-        _format.report(name, state.invalid)
+        _format.report(name, state.invalid, num if task == "multiclass" else 2)
         counts = state.counts
         if samplewise:
-            counts = cat_chunks(counts, torch.zeros(0, 2, dtype=torch.int64, device=state.invalid.device))
+            counts = cat_chunks(counts, torch.zeros(0, 2, dtype=torch.int64, device=state.invalid.count.device))
         counts = counts.to(accum_dtype(counts.device))
         num_, den = counts[..., 0], counts[..., 1]
         return torch.where(den != 0, num_ / den.clamp_min(1), 0.0)
 
-    tags = ExactMatchState(counts="cat" if samplewise else "sum", invalid="sum")
-    key = ("exact_match", task, num, threshold, "samplewise" if samplewise else "global", ignore_index, validate)
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=key, reductions=tags)
+    tags = ExactMatchState(counts="cat" if samplewise else "sum", invalid=None)
+    key = (task, num, threshold, "samplewise" if samplewise else "global", ignore_index, validate)
+    fam = Family(name="exact_match", key=key, init=init, update=update, reductions=tags, merge=merge,
+                 check=_format.checker(name, task, num, ignore_index) if validate else None)
+    return fam.metric(name, finalize, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
 
 @factory
-def multiclass_exact_match(*, num_classes: int, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
+def multiclass_exact_match(*, num_classes: int, multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Fraction of samples ``(N, ...)`` whose every position is predicted right.
 
     Example::
 
-        >>> m = fmetrics.multiclass_exact_match(3)
+        >>> m = fmetrics.multiclass_exact_match(num_classes=3)
         >>> m(torch.tensor([[0, 1], [2, 2]]), torch.tensor([[0, 1], [2, 0]]))
         tensor(0.5000, dtype=torch.float64)
     """
@@ -83,13 +93,14 @@ def multiclass_exact_match(*, num_classes: int, multidim_average: str = "global"
 
 
 @factory
-def multilabel_exact_match(*, num_labels: int, threshold: float = 0.5, multidim_average: str = "global",
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
+def multilabel_exact_match(*, num_labels: int, threshold: float = 0.5, multidim_average: MultidimAverage = "global",
                            ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Fraction of samples whose every label is predicted right (subset accuracy).
 
     Example::
 
-        >>> m = fmetrics.multilabel_exact_match(2)
+        >>> m = fmetrics.multilabel_exact_match(num_labels=2)
         >>> m(torch.tensor([[0.9, 0.1], [0.7, 0.8]]), torch.tensor([[1, 0], [1, 0]]))
         tensor(0.5000, dtype=torch.float64)
     """
@@ -98,12 +109,12 @@ def multilabel_exact_match(*, num_labels: int, threshold: float = 0.5, multidim_
 
 
 @factory
-def exact_match(*, task: str, num_classes: Optional[int] = None, num_labels: Optional[int] = None,
-                threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="that of the task's factory.", inputs='facade')
+def exact_match(*, task: Task, num_classes: Optional[int] = None, num_labels: Optional[int] = None,
+                threshold: float = 0.5, multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
     """Task facade (``"multiclass" | "multilabel"``) over the ``*_exact_match`` factories."""
-    return task_dispatch(
-        "exact_match", task, num_classes, num_labels, None,
-        lambda n: multiclass_exact_match(num_classes=n, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multilabel_exact_match(num_labels=n, threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
-    )
+    task = check_task("exact_match", task, num_classes, num_labels, ("multiclass", "multilabel"))
+    if task == "multiclass":
+        return multiclass_exact_match(num_classes=num_classes, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_exact_match(num_labels=num_labels, threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)

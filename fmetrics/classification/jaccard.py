@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Optional
 
 from fmetrics.classification._reduce import check_average, check_zero_division, divide
-from fmetrics.classification.stat_scores import scored_metric, task_dispatch
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task, scored_member
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
@@ -21,6 +22,7 @@ def _jaccard(name, zero_division):
 
 
 @factory
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
 def binary_jaccard_index(*, threshold: float = 0.5, ignore_index: Optional[int] = None, validate_args: bool = True,
                          zero_division: float = 0.0) -> Metric:
     """``tp / (tp + fp + fn)`` of thresholded binary predictions.
@@ -31,54 +33,57 @@ def binary_jaccard_index(*, threshold: float = 0.5, ignore_index: Optional[int] 
         tensor(0.3333, dtype=torch.float64)
     """
     name = "binary_jaccard_index"
-    return scored_metric(name, "binary", 1, _jaccard(name, zero_division), None, threshold=threshold,
+    return scored_member(name, "binary", 1, _jaccard(name, zero_division), None, threshold=threshold,
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multiclass_jaccard_index(*, num_classes: int, average: Optional[str] = "macro", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
+def multiclass_jaccard_index(*, num_classes: int, average: Optional[Average] = "macro", ignore_index: Optional[int] = None,
                              validate_args: bool = True, zero_division: float = 0.0) -> Metric:
     """Per-class ``tp / (tp + fp + fn)`` averaged by ``average``.
 
     Example::
 
-        >>> fmetrics.multiclass_jaccard_index(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        >>> fmetrics.multiclass_jaccard_index(num_classes=3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
         tensor(0.5000, dtype=torch.float64)
     """
     name = "multiclass_jaccard_index"
     how = check_average(name, average)
     in_range = isinstance(ignore_index, int) and 0 <= ignore_index < num_classes
-    return scored_metric(name, "multiclass", num_classes, _jaccard(name, zero_division), how,
+    return scored_member(name, "multiclass", num_classes, _jaccard(name, zero_division), how,
                          drop_class=ignore_index if in_range and how in ("micro", "macro") else None,
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multilabel_jaccard_index(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
+def multilabel_jaccard_index(*, num_labels: int, threshold: float = 0.5, average: Optional[Average] = "macro",
                              ignore_index: Optional[int] = None, validate_args: bool = True,
                              zero_division: float = 0.0) -> Metric:
     """Per-label ``tp / (tp + fp + fn)`` averaged by ``average``.
 
     Example::
 
-        >>> m = fmetrics.multilabel_jaccard_index(2, average="micro")
+        >>> m = fmetrics.multilabel_jaccard_index(num_labels=2, average="micro")
         >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
         tensor(0.5000, dtype=torch.float64)
     """
     name = "multilabel_jaccard_index"
-    return scored_metric(name, "multilabel", num_labels, _jaccard(name, zero_division), average,
+    return scored_member(name, "multilabel", num_labels, _jaccard(name, zero_division), average,
                          threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def jaccard_index(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
-                  num_labels: Optional[int] = None, average: Optional[str] = "macro",
+@documented(returns="that of the task's factory.", inputs='facade')
+def jaccard_index(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
+                  num_labels: Optional[int] = None, average: Optional[Average] = "macro",
                   ignore_index: Optional[int] = None, validate_args: bool = True,
                   zero_division: float = 0.0) -> Metric:
     """Task facade over the ``*_jaccard_index`` factories (torchmetrics' arguments)."""
-    return task_dispatch(
-        "jaccard_index", task, num_classes, num_labels,
-        lambda: binary_jaccard_index(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
-        lambda n: multiclass_jaccard_index(num_classes=n, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
-        lambda n: multilabel_jaccard_index(num_labels=n, threshold=threshold, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
-    )
+    task = check_task("jaccard_index", task, num_classes, num_labels)
+    if task == "binary":
+        return binary_jaccard_index(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    if task == "multiclass":
+        return multiclass_jaccard_index(num_classes=num_classes, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    return multilabel_jaccard_index(num_labels=num_labels, threshold=threshold, average=average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

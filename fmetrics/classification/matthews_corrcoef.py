@@ -13,8 +13,9 @@ from typing import Optional
 
 import torch
 
-from fmetrics.classification.confusion_matrix import confmat_metric
-from fmetrics.classification.stat_scores import task_dispatch
+from fmetrics.classification.confusion_matrix import confmat_member
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype
 from fmetrics.recipe import factory
@@ -65,6 +66,7 @@ def _mcc(confmat: torch.Tensor) -> torch.Tensor:
 
 
 @factory
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
 def binary_matthews_corrcoef(*, threshold: float = 0.5, ignore_index: Optional[int] = None,
                              validate_args: bool = True) -> Metric:
     """MCC of thresholded binary predictions.
@@ -74,47 +76,50 @@ def binary_matthews_corrcoef(*, threshold: float = 0.5, ignore_index: Optional[i
         >>> fmetrics.binary_matthews_corrcoef()(torch.tensor([0.7, 0.2, 0.9, 0.1]), torch.tensor([1, 1, 0, 0]))
         tensor(0., dtype=torch.float64)
     """
-    return confmat_metric("binary_matthews_corrcoef", "binary", 1, _mcc, threshold=threshold,
+    return confmat_member("binary_matthews_corrcoef", "binary", 1, _mcc, higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
 def multiclass_matthews_corrcoef(*, num_classes: int, ignore_index: Optional[int] = None,
                                  validate_args: bool = True) -> Metric:
     """Multiclass MCC (Gorodkin's R_K) of argmax predictions.
 
     Example::
 
-        >>> fmetrics.multiclass_matthews_corrcoef(3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
+        >>> fmetrics.multiclass_matthews_corrcoef(num_classes=3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
         tensor(0.2000, dtype=torch.float64)
     """
-    return confmat_metric("multiclass_matthews_corrcoef", "multiclass", num_classes, _mcc,
+    return confmat_member("multiclass_matthews_corrcoef", "multiclass", num_classes, _mcc, higher_is_better=True, bounds=(-1.0, 1.0),
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
 def multilabel_matthews_corrcoef(*, num_labels: int, threshold: float = 0.5, ignore_index: Optional[int] = None,
                                  validate_args: bool = True) -> Metric:
     """MCC of the summed per-label 2x2 confusion matrices.
 
     Example::
 
-        >>> m = fmetrics.multilabel_matthews_corrcoef(2)
+        >>> m = fmetrics.multilabel_matthews_corrcoef(num_labels=2)
         >>> m(torch.tensor([[0.9, 0.8], [0.1, 0.2]]), torch.tensor([[1, 0], [0, 0]]))
         tensor(0.5774, dtype=torch.float64)
     """
-    return confmat_metric("multilabel_matthews_corrcoef", "multilabel", num_labels, _mcc, threshold=threshold,
+    return confmat_member("multilabel_matthews_corrcoef", "multilabel", num_labels, _mcc, higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def matthews_corrcoef(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
+@documented(returns="that of the task's factory.", inputs='facade')
+def matthews_corrcoef(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
                       num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
                       validate_args: bool = True) -> Metric:
     """Task facade over the ``*_matthews_corrcoef`` factories (torchmetrics' arguments)."""
-    return task_dispatch(
-        "matthews_corrcoef", task, num_classes, num_labels,
-        lambda: binary_matthews_corrcoef(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multiclass_matthews_corrcoef(num_classes=n, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multilabel_matthews_corrcoef(num_labels=n, threshold=threshold, ignore_index=ignore_index, validate_args=validate_args),
-    )
+    task = check_task("matthews_corrcoef", task, num_classes, num_labels)
+    if task == "binary":
+        return binary_matthews_corrcoef(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)
+    if task == "multiclass":
+        return multiclass_matthews_corrcoef(num_classes=num_classes, ignore_index=ignore_index, validate_args=validate_args)
+    return multilabel_matthews_corrcoef(num_labels=num_labels, threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Optional
 
 from fmetrics.classification._reduce import check_zero_division, divide
-from fmetrics.classification.stat_scores import scored_metric, task_dispatch
+from fmetrics.classification._docs import documented
+from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task, scored_member
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
@@ -28,7 +29,8 @@ def _recall(name, zero_division):
 
 
 @factory
-def binary_precision(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
+def binary_precision(*, threshold: float = 0.5, multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                      validate_args: bool = True, zero_division: float = 0) -> Metric:
     """``tp / (tp + fp)`` of thresholded binary predictions.
 
@@ -38,63 +40,65 @@ def binary_precision(*, threshold: float = 0.5, multidim_average: str = "global"
         tensor(0.5000, dtype=torch.float64)
     """
     name = "binary_precision"
-    return scored_metric(name, "binary", 1, _precision(name, zero_division), None, threshold=threshold,
+    return scored_member(name, "binary", 1, _precision(name, zero_division), None, threshold=threshold,
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multiclass_precision(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
-                         multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
+def multiclass_precision(*, num_classes: int, average: Optional[Average] = "macro", top_k: int = 1,
+                         multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                          validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class ``tp / (tp + fp)`` averaged by ``average``.
 
     Example::
 
-        >>> fmetrics.multiclass_precision(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        >>> fmetrics.multiclass_precision(num_classes=3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
         tensor(0.6667, dtype=torch.float64)
     """
     name = "multiclass_precision"
-    return scored_metric(name, "multiclass", num_classes, _precision(name, zero_division), average,
+    return scored_member(name, "multiclass", num_classes, _precision(name, zero_division), average,
                          support_rule=top_k != 1, top_k=top_k, multidim_average=multidim_average,
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multilabel_precision(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
-                         multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
+def multilabel_precision(*, num_labels: int, threshold: float = 0.5, average: Optional[Average] = "macro",
+                         multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                          validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label ``tp / (tp + fp)`` averaged by ``average``.
 
     Example::
 
-        >>> m = fmetrics.multilabel_precision(2, average="micro")
+        >>> m = fmetrics.multilabel_precision(num_labels=2, average="micro")
         >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
         tensor(0.6667, dtype=torch.float64)
     """
     name = "multilabel_precision"
-    return scored_metric(name, "multilabel", num_labels, _precision(name, zero_division), average,
+    return scored_member(name, "multilabel", num_labels, _precision(name, zero_division), average,
                          threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
                          validate_args=validate_args)
 
 
 @factory
-def precision(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
-              num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
+@documented(returns="that of the task's factory.", inputs='facade')
+def precision(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
+              num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
               top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
               zero_division: float = 0) -> Metric:
     """Task facade over the ``*_precision`` factories (torchmetrics' arguments)."""
-    return task_dispatch(
-        "precision", task, num_classes, num_labels,
-        lambda: binary_precision(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
-        lambda n: multiclass_precision(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
-                                       zero_division=zero_division),
-        lambda n: multilabel_precision(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
-                                       zero_division=zero_division),
-    )
+    task = check_task("precision", task, num_classes, num_labels)
+    if task == "binary":
+        return binary_precision(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    if task == "multiclass":
+        return multiclass_precision(num_classes=num_classes, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    return multilabel_precision(num_labels=num_labels, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
 
 
 @factory
-def binary_recall(*, threshold: float = 0.5, multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
+def binary_recall(*, threshold: float = 0.5, multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                   validate_args: bool = True, zero_division: float = 0) -> Metric:
     """``tp / (tp + fn)`` of thresholded binary predictions.
 
@@ -104,56 +108,57 @@ def binary_recall(*, threshold: float = 0.5, multidim_average: str = "global", i
         tensor(0.5000, dtype=torch.float64)
     """
     name = "binary_recall"
-    return scored_metric(name, "binary", 1, _recall(name, zero_division), None, threshold=threshold,
+    return scored_member(name, "binary", 1, _recall(name, zero_division), None, threshold=threshold,
                          multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multiclass_recall(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
-                      multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
+def multiclass_recall(*, num_classes: int, average: Optional[Average] = "macro", top_k: int = 1,
+                      multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                       validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-class ``tp / (tp + fn)`` averaged by ``average``.
 
     Example::
 
-        >>> fmetrics.multiclass_recall(3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        >>> fmetrics.multiclass_recall(num_classes=3)(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
         tensor(0.5000, dtype=torch.float64)
     """
     name = "multiclass_recall"
-    return scored_metric(name, "multiclass", num_classes, _recall(name, zero_division), average,
+    return scored_member(name, "multiclass", num_classes, _recall(name, zero_division), average,
                          support_rule=top_k != 1, top_k=top_k, multidim_average=multidim_average,
                          ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multilabel_recall(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
-                      multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns="float64: 0-d, or one value per label (``(L,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multilabel')
+def multilabel_recall(*, num_labels: int, threshold: float = 0.5, average: Optional[Average] = "macro",
+                      multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                       validate_args: bool = True, zero_division: float = 0) -> Metric:
     """Per-label ``tp / (tp + fn)`` averaged by ``average``.
 
     Example::
 
-        >>> m = fmetrics.multilabel_recall(2, average="micro")
+        >>> m = fmetrics.multilabel_recall(num_labels=2, average="micro")
         >>> m(torch.tensor([[0.9, 0.8], [0.7, 0.2]]), torch.tensor([[1, 0], [1, 1]]))
         tensor(0.6667, dtype=torch.float64)
     """
     name = "multilabel_recall"
-    return scored_metric(name, "multilabel", num_labels, _recall(name, zero_division), average,
+    return scored_member(name, "multilabel", num_labels, _recall(name, zero_division), average,
                          threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
                          validate_args=validate_args)
 
 
 @factory
-def recall(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
-           num_labels: Optional[int] = None, average: Optional[str] = "micro", multidim_average: str = "global",
+@documented(returns="that of the task's factory.", inputs='facade')
+def recall(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
+           num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
            top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
            zero_division: float = 0) -> Metric:
     """Task facade over the ``*_recall`` factories (torchmetrics' arguments)."""
-    return task_dispatch(
-        "recall", task, num_classes, num_labels,
-        lambda: binary_recall(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division),
-        lambda n: multiclass_recall(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
-                                    zero_division=zero_division),
-        lambda n: multilabel_recall(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args,
-                                    zero_division=zero_division),
-    )
+    task = check_task("recall", task, num_classes, num_labels)
+    if task == "binary":
+        return binary_recall(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    if task == "multiclass":
+        return multiclass_recall(num_classes=num_classes, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
+    return multilabel_recall(num_labels=num_labels, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

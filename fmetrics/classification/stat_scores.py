@@ -1,10 +1,14 @@
 """Stat scores: per-class true/false positive/negative counts, the state of the counting family.
 
-`counts_metric` builds every stat-score metric (accuracy, precision, recall,
-F-beta, specificity, NPV, Jaccard, Hamming, stat scores): one state per
-configuration, so metrics over equal configurations have equal state keys and
-a `fmetrics.collection` of them runs a single update per batch. ``average``
-and ``zero_division`` only change ``finalize`` and are not in the key.
+`stat_scores_family` declares the one state every stat-score metric reads
+(accuracy, precision, recall, F-beta, specificity, NPV, Jaccard, Hamming,
+stat scores, the binary / multilabel confusion matrices) as a
+`fmetrics.Family`; each factory is a member with its own finalizer
+(`scored` builds the averaged ones). Members over one configuration have
+equal state keys, so a `fmetrics.collection` of them runs a single update per
+batch and turns the raw counts into ``tp, fp, tn, fn`` once (the family's
+shared step). ``average`` and ``zero_division`` only change the finalizer and
+are not in the key.
 
 Counting (no host sync):
 
@@ -15,19 +19,26 @@ Counting (no host sync):
   prediction is the target if it is among the top ``k`` scores, else the top
   score (torchmetrics' definition). Counts come from one ``scatter_add``;
   ``tp, fp, tn, fn`` are derived in ``finalize``.
+
+Validation: on CPU in eager mode the family's ``check`` raises at once on a
+bad value (the state is untouched) and ``update`` then counts without masks;
+elsewhere ``update`` leaves offending entries out, records them in the
+``invalid`` field and ``finalize`` raises naming the first one.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Literal, NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
+from fmetrics.classification._docs import documented
 from fmetrics.classification._reduce import Counts, check_average
 from fmetrics.classification._reduce import average as reduce_average
+from fmetrics.family import Family
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.state import accum_dtype, cat_chunks
 from fmetrics.recipe import factory
 
 __all__ = [
@@ -37,13 +48,17 @@ __all__ = [
     "stat_scores",
 ]
 
+Task = Literal["binary", "multiclass", "multilabel"]
+Average = Literal["micro", "macro", "weighted", "none"]
+MultidimAverage = Literal["global", "samplewise"]
+
 
 class StatScoresState(NamedTuple):
     # int64 raw counts: multiclass (3C + 1,) [targets | predictions | hits per class | entries];
     # binary / multilabel (4, L) rows [targets, predicted positives, true positives, entries] per label;
     # samplewise: a tuple of chunks with a leading sample axis
     counts: object
-    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 def _check_top_k(name: str, top_k, num_classes: int) -> int:
@@ -63,7 +78,7 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
     ``(N, 4, L)`` (targets, predicted positives, true positives, entries counted)."""
     dims = (2,) if samplewise else (0, 2)
     pos = pos & keep
-    tgt = target.bool()  # dropped entries already hold 0
+    tgt = target.bool()  # left-out entries already hold 0
     return torch.stack([tgt.sum(dims), pos.sum(dims), (pos & tgt).sum(dims), keep.sum(dims)], dim=-2)
 
 
@@ -91,19 +106,19 @@ def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:
     return Counts(tp, pp - tp, n - pp - tt + tp, tt - tp)
 
 
-def counts_metric(
-    name: str,
-    task: str,
-    num: int,
-    finalize_counts: Callable[[Counts], object],
-    *,
-    threshold: float = 0.5,
-    top_k: int = 1,
-    multidim_average: str = "global",
-    ignore_index: Optional[int] = None,
-    validate_args: bool = True,
-) -> Metric:
-    """A `Metric` over the stat-scores state; ``finalize_counts`` maps int64 `Counts` to the value.
+def counting(validate: bool, inputs: tuple) -> bool:
+    """Whether ``update`` must leave out and record bad values itself (deferred validation).
+
+    Not when the metric's eager check has run on these inputs (it raised on any bad value), nor
+    without ``validate_args``.
+    """
+    return validate and not validation.eager_check_applies(inputs, {})
+
+
+def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5, top_k: int = 1,
+                       multidim_average: str = "global", ignore_index: Optional[int] = None,
+                       validate_args: bool = True) -> Family:
+    """The stat-scores `Family` of one configuration; its shared step gives int64 `Counts`.
 
     ``task`` is ``"binary"`` (``num`` 1), ``"multiclass"`` (``num`` classes) or
     ``"multilabel"`` (``num`` labels). The counts have the class axis last,
@@ -125,44 +140,47 @@ def counts_metric(
 
     def init():
         counts = () if samplewise else torch.zeros(width, dtype=torch.int64)
-        return StatScoresState(counts, torch.zeros(3, dtype=torch.int64))
+        return StatScoresState(counts, validation.invalid_init())
 
     def update(state, preds, target):
+        count = counting(validate, (preds, target))
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, validate, top_k)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k)
             counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise)
         else:
             if task == "binary":
-                f = _format.binary_inputs(name, preds, target, ignore_index, samplewise, validate)
+                f = _format.binary_inputs(name, preds, target, ignore_index, samplewise, count)
                 f = f._replace(preds=f.preds.unsqueeze(1), target=f.target.unsqueeze(1), keep=f.keep.unsqueeze(1))
             else:
-                f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, validate)
+                f = _format.multilabel_inputs(name, preds, target, num, ignore_index, samplewise, count)
             counts = binary_counts(positive(f.preds, threshold), f.target, f.keep, samplewise)
         total = state.counts + (counts,) if samplewise else state.counts + counts
-        return StatScoresState(total, state.invalid + f.invalid)
+        return StatScoresState(total, _format.flag(state.invalid, f))
 
-    def finalize(state):
-        _format.report(name, state.invalid)
-        counts = state.counts
+    tags = StatScoresState(counts="cat" if samplewise else "sum", invalid=None)
+
+    def merge(a, b):
+        counts = a.counts + b.counts if not samplewise else tuple(a.counts) + tuple(b.counts)
+        return StatScoresState(counts, validation.invalid_merge(a.invalid, b.invalid))
+
+    def counts(state) -> Counts:
+        _format.report(name, state.invalid, num if task == "multiclass" else 2)
+        raw = state.counts
         if samplewise:
-            counts = cat_chunks(counts, torch.zeros(0, *width, dtype=torch.int64, device=state.invalid.device))
-        return finalize_counts(_counts_from_raw(counts, task, num))
+            raw = cat_chunks(raw, torch.zeros(0, *width, dtype=torch.int64, device=state.invalid.count.device))
+        return _counts_from_raw(raw, task, num)
 
-    tags = StatScoresState(counts="cat" if samplewise else "sum", invalid="sum")
-    key = ("stat_scores", task, num, threshold, top_k, "samplewise" if samplewise else "global", ignore_index,
-           validate)
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=key, reductions=tags)
+    key = (task, num, threshold, top_k, "samplewise" if samplewise else "global", ignore_index, validate)
+    return Family(name="stat_scores", key=key, init=init, update=update, reductions=tags, merge=merge,
+                  shared=counts, check=_format.checker(name, task, num, ignore_index) if validate else None)
 
 
-def scored_metric(name: str, task: str, num: int, score: Callable[[Counts], torch.Tensor], average,
-                  *, support_rule: bool = False, drop_class: Optional[int] = None, **config) -> Metric:
-    """A stat-score metric whose value is ``score`` averaged per `fmetrics.classification._reduce.average`.
+def scored(task: str, num: int, score: Callable[[Counts], torch.Tensor], how: str, *,
+           support_rule: bool = False, drop_class: Optional[int] = None) -> Callable[[Counts], torch.Tensor]:
+    """The finalizer ``Counts -> value``: float64 ``score`` averaged per `fmetrics.classification._reduce.average`.
 
-    ``average`` is ignored (``"binary"``) for the binary task; ``drop_class`` zeroes one class's counts
-    before averaging; ``config`` goes to `counts_metric`.
+    ``how`` is ``"binary"`` for the binary task; ``drop_class`` zeroes one class's counts before averaging.
     """
-    how = "binary" if task == "binary" else check_average(name, average)
     multilabel = task == "multilabel"
 
     def value(counts: Counts):
@@ -173,24 +191,27 @@ def scored_metric(name: str, task: str, num: int, score: Callable[[Counts], torc
             counts = Counts(*(x * keep for x in counts))
         return reduce_average(counts, score, how, multilabel=multilabel, support_rule=support_rule)
 
-    return counts_metric(name, task, num, value, **config)
+    return value
 
 
-def task_dispatch(name: str, task, num_classes, num_labels, binary: Optional[Callable[[], Metric]],
-                  multiclass: Optional[Callable[[int], Metric]], multilabel: Optional[Callable[[int], Metric]]
-                  ) -> Metric:
-    """The task facades: picks the factory for ``task`` and checks its required size argument."""
-    tasks = tuple(t for t, f in (("binary", binary), ("multiclass", multiclass), ("multilabel", multilabel)) if f)
-    task = validation.check_policy(name, "task", task, tasks)
-    if task == "binary":
-        return binary()
-    if task == "multiclass":
-        if num_classes is None:
-            raise validation.fail(name, "num_classes", "an integer >= 2 for task='multiclass'", "None")
-        return multiclass(num_classes)
-    if num_labels is None:
+def scored_member(name: str, task: str, num: int, score: Callable[[Counts], torch.Tensor], average, *,
+                  higher_is_better: Optional[bool] = True, bounds: tuple = (0.0, 1.0), support_rule: bool = False,
+                  drop_class: Optional[int] = None, **config) -> Metric:
+    """A member of `stat_scores_family` (``config``) whose value is `scored` ``score``."""
+    fam = stat_scores_family(name, task, num, **config)
+    how = "binary" if task == "binary" else check_average(name, average)
+    finish = scored(task, num, score, how, support_rule=support_rule, drop_class=drop_class)
+    return fam.metric(name, finish, higher_is_better=higher_is_better, is_differentiable=False, bounds=bounds)
+
+
+def check_task(name: str, task, num_classes, num_labels, allowed=("binary", "multiclass", "multilabel")) -> str:
+    """A task facade's ``task``, checked with the size argument it requires."""
+    task = validation.check_policy(name, "task", task, allowed)
+    if task == "multiclass" and num_classes is None:
+        raise validation.fail(name, "num_classes", "an integer >= 2 for task='multiclass'", "None")
+    if task == "multilabel" and num_labels is None:
         raise validation.fail(name, "num_labels", "an integer >= 2 for task='multilabel'", "None")
-    return multilabel(num_labels)
+    return task
 
 
 # ------------------------------------------------------------------ stat scores themselves
@@ -216,67 +237,85 @@ def _stat_scores_value(average: str):
     return value
 
 
+def _stat_member(name, task, num, average, **config) -> Metric:
+    fam = stat_scores_family(name, task, num, **config)
+    how = "binary" if task == "binary" else check_average(name, average)
+    return fam.metric(name, _stat_scores_value(how), higher_is_better=None, is_differentiable=False,
+                      bounds=(0, None))
+
+
+_STAT_RETURNS = ("int64 ``[tp, fp, tn, fn, support]`` (``support = tp + fn``): ``(5,)``, or ``(C, 5)`` per class "
+                 "for ``average='none'``; float64 for ``'macro'`` / ``'weighted'``; a leading ``N`` axis for "
+                 "``multidim_average='samplewise'``.")
+
+
 @factory
-def binary_stat_scores(*, threshold: float = 0.5, multidim_average: str = "global",
+@documented(returns="int64 ``[tp, fp, tn, fn, support]``: ``(5,)``, or ``(N, 5)`` samplewise.", inputs="binary")
+def binary_stat_scores(*, threshold: float = 0.5, multidim_average: MultidimAverage = "global",
                        ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
-    """``[tp, fp, tn, fn, support]`` (int64 ``(5,)``, or ``(N, 5)`` samplewise) of binary predictions.
+    """True / false positives and negatives of thresholded binary predictions, and the support ``tp + fn``.
 
     Example::
 
         >>> fmetrics.binary_stat_scores()(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
         tensor([1, 1, 0, 1, 2])
     """
-    return counts_metric("binary_stat_scores", "binary", 1, _stat_scores_value("binary"),
-                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
-                         validate_args=validate_args)
+    return _stat_member("binary_stat_scores", "binary", 1, None, threshold=threshold,
+                        multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multiclass_stat_scores(*, num_classes: int, average: Optional[str] = "macro", top_k: int = 1,
-                           multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns=_STAT_RETURNS, inputs="multiclass")
+def multiclass_stat_scores(*, num_classes: int, average: Optional[Average] = "macro", top_k: int = 1,
+                           multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
-    """Per-class ``[tp, fp, tn, fn, support]``: ``(C, 5)`` for ``average="none"``, summed (micro),
-    averaged (macro) or support-weighted (weighted) to ``(5,)``; a leading ``N`` axis samplewise.
+    """Per-class ``[tp, fp, tn, fn, support]`` (one-vs-rest), summed (micro), averaged (macro) or
+    support-weighted (weighted) over classes.
 
     Example::
 
-        >>> fmetrics.multiclass_stat_scores(3, average="micro")(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
+        >>> m = fmetrics.multiclass_stat_scores(num_classes=3, average="micro")
+        >>> m(torch.tensor([2, 1, 0]), torch.tensor([2, 0, 0]))
         tensor([2, 1, 5, 1, 3])
     """
-    name = "multiclass_stat_scores"
-    return counts_metric(name, "multiclass", num_classes, _stat_scores_value(check_average(name, average)),
-                         top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index,
-                         validate_args=validate_args)
+    return _stat_member("multiclass_stat_scores", "multiclass", num_classes, average, top_k=top_k,
+                        multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def multilabel_stat_scores(*, num_labels: int, threshold: float = 0.5, average: Optional[str] = "macro",
-                           multidim_average: str = "global", ignore_index: Optional[int] = None,
+@documented(returns=_STAT_RETURNS.replace("per class", "per label"), inputs="multilabel")
+def multilabel_stat_scores(*, num_labels: int, threshold: float = 0.5, average: Optional[Average] = "macro",
+                           multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Per-label ``[tp, fp, tn, fn, support]``, reduced over labels like `multiclass_stat_scores`.
 
     Example::
 
-        >>> m = fmetrics.multilabel_stat_scores(3, average="micro")
+        >>> m = fmetrics.multilabel_stat_scores(num_labels=3, average="micro")
         >>> m(torch.tensor([[0, 0, 1], [1, 0, 1]]), torch.tensor([[0, 1, 0], [1, 0, 1]]))
         tensor([2, 1, 2, 1, 3])
     """
-    name = "multilabel_stat_scores"
-    return counts_metric(name, "multilabel", num_labels, _stat_scores_value(check_average(name, average)),
-                         threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index,
-                         validate_args=validate_args)
+    return _stat_member("multilabel_stat_scores", "multilabel", num_labels, average, threshold=threshold,
+                        multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
 
 
 @factory
-def stat_scores(*, task: str, threshold: float = 0.5, num_classes: Optional[int] = None,
-                num_labels: Optional[int] = None, average: Optional[str] = "micro",
-                multidim_average: str = "global", top_k: int = 1, ignore_index: Optional[int] = None,
+@documented(returns="that of the task's factory.", inputs="facade")
+def stat_scores(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
+                num_labels: Optional[int] = None, average: Optional[Average] = "micro",
+                multidim_average: MultidimAverage = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
-    """Task facade (``"binary" | "multiclass" | "multilabel"``) over the ``*_stat_scores`` factories."""
-    return task_dispatch(
-        "stat_scores", task, num_classes, num_labels,
-        lambda: binary_stat_scores(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multiclass_stat_scores(num_classes=n, average=average, top_k=top_k, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
-        lambda n: multilabel_stat_scores(num_labels=n, threshold=threshold, average=average, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args),
-    )
+    """Task facade over `binary_stat_scores`, `multiclass_stat_scores` and `multilabel_stat_scores`.
 
+    Example::
+
+        >>> fmetrics.stat_scores(task="binary")(torch.tensor([0.7, 0.2, 0.9]), torch.tensor([1, 1, 0]))
+        tensor([1, 1, 0, 1, 2])
+    """
+    task = check_task("stat_scores", task, num_classes, num_labels)
+    common = dict(multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)
+    if task == "binary":
+        return binary_stat_scores(threshold=threshold, **common)
+    if task == "multiclass":
+        return multiclass_stat_scores(num_classes=num_classes, average=average, top_k=top_k, **common)
+    return multilabel_stat_scores(num_labels=num_labels, threshold=threshold, average=average, **common)

@@ -7,7 +7,6 @@ Scores are rounded to one decimal so exact curves see tied scores; logits are
 kept outside [0, 1] so that every batch, even of one sample, is detected as
 logits (detection is per batch, as in torchmetrics).
 """
-import dataclasses
 
 import numpy as np
 import torch
@@ -15,16 +14,11 @@ import torchmetrics.functional.classification as tmf
 from sklearn import metrics as skm
 
 import fmetrics as fm
-from fmetrics.testing import LAWS
 from tests.cases import Case
 
 SIZES = (9, 1, 14, 6)
 C, L = 4, 3
 TM = {"reference_atol": 1e-6, "reference_rtol": 1e-5}  # torchmetrics computes in float32
-COMPILED = {"binary_auroc", "binary_auroc-binned", "multiclass_auroc", "multiclass_auroc-weighted-binned-ignore",
-            "multilabel_auroc-micro", "multilabel_eer-binned-extra"}
-SHARED_WHY = ("compile: the update is the score family's (same state_key layout for every curve metric of a "
-              "task), traced with fullgraph in the binary/multiclass/multilabel AUROC and EER cases")
 
 
 def _batches(seed, make):
@@ -271,13 +265,4 @@ _CASES = [
 ]
 
 
-def _score_family(case: Case) -> bool:
-    name = case.factory.__name__
-    return not any(k in name for k in ("calibration", "hinge", "ranking", "coverage"))
-
-
-CASES = [
-    dataclasses.replace(c, check={**c.check, "laws": [law for law in LAWS if law != "compile"]}, why=SHARED_WHY)
-    if _score_family(c) and c.id not in COMPILED else c
-    for c in _CASES
-]
+CASES = list(_CASES)  # every case runs every law, compile and compile epoch included

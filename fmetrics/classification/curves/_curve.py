@@ -32,6 +32,20 @@ class Counts(NamedTuple):
     exact: bool
 
 
+class Sorted(NamedTuple):
+    """One column sorted (`sort_column`): host arrays in increasing score order, negatives first among equal scores."""
+
+    values: np.ndarray  # the sorted scores, or their order bits when ``packed``
+    labels: np.ndarray  # int64 0/1
+    packed: bool
+    device: torch.device
+
+
+def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
+    """The one sort of a column, shared by its counts and its AUROC (`Sorted`)."""
+    return Sorted(*_sorted(scores, labels), scores.device)
+
+
 def _sorted(scores: torch.Tensor, labels: torch.Tensor):
     """Host arrays ``(values, labels, packed)`` in increasing score order, negatives first among equal scores.
 
@@ -62,21 +76,20 @@ def _decode(values: np.ndarray, packed: bool) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(values))
 
 
-def exact_counts(scores: torch.Tensor, labels: torch.Tensor) -> Counts:
-    """`Counts` at every distinct score (``labels``: bool), from one sort.
+def exact_counts(column: Sorted) -> Counts:
+    """`Counts` at every distinct score of a sorted column (`sort_column`).
 
     With the entries in increasing order and ``a`` the first index of a run of
     equal scores ``t``: ``tps(t) = P - (positives before a)`` and
     ``fps(t) = (n - a) - tps(t)``.
     """
-    n = scores.numel()
-    values, ordered, packed = _sorted(scores, labels)
+    values, ordered, packed, dev = column
+    n = values.size
     cum = np.cumsum(ordered)
     starts = np.flatnonzero(values[1:] != values[:-1]) + 1
     starts = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), starts])[::-1]  # decreasing thresholds
     pos = int(cum[-1]) if n else 0
     tps = pos - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0)
-    dev = scores.device
     as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(dev)  # noqa: E731
     return Counts(as_t(n - starts - tps), as_t(tps), _decode(values[starts], packed).to(dev),
                   torch.tensor(pos, device=dev), torch.tensor(n - pos, device=dev), True)
@@ -87,7 +100,7 @@ def is_hard(thresholds: torch.Tensor) -> bool:
     return thresholds.numel() <= 2 and bool(((thresholds == 0) | (thresholds == 1)).all())
 
 
-def exact_auroc(scores: torch.Tensor, labels: torch.Tensor, name: str):
+def exact_auroc(column: Sorted, name: str):
     """``(AUROC, hard)``: the Mann-Whitney statistic with ties counting 1/2 (= the trapezoidal ROC area).
 
     In increasing order with negatives first among equal scores, the
@@ -97,13 +110,13 @@ def exact_auroc(scores: torch.Tensor, labels: torch.Tensor, name: str):
     is ``U / (P N)``, in exact integer arithmetic. No positives or no negatives
     gives 0 with a warning (torchmetrics). ``hard``: see `is_hard`.
     """
-    n = scores.numel()
-    values, ordered, packed = _sorted(scores, labels)
+    values, ordered, packed, dev = column
+    n = values.size
     cum = np.cumsum(ordered)
     pos = int(cum[-1]) if n else 0
     tied = np.flatnonzero(values[1:] == values[:-1])  # k: values[k] == values[k + 1]
     hard = n > 0 and n - tied.size <= 2 and is_hard(_decode(values[[0, -1]], packed))
-    zero = torch.zeros((), dtype=torch.float64, device=scores.device)
+    zero = torch.zeros((), dtype=torch.float64, device=dev)
     if pos == 0 or pos == n:
         _warn(name, "positive" if pos == 0 else "negative")
         return zero, hard

@@ -22,9 +22,13 @@ taken as logits (``sigmoid``; ``softmax`` over classes for multiclass), as in
 torchmetrics, without a host sync. Integer predictions are used as hard 0/1
 scores (AUROC / AP warn about them).
 
-`family` validates the configuration and returns a `Family` whose
-``metric(finalize)`` builds a `Metric`; every metric over one configuration
-has the same state key, so a `fmetrics.collection` of them runs one update.
+`family` validates the configuration and returns a `Scores` spec; its
+``family`` is the `fmetrics.Family` of that configuration, whose shared step
+(`Prepared`) reports invalid input once and sorts each column at most once,
+lazily: a `fmetrics.collection` of ROC, AUROC and AP over one configuration
+keeps one state, runs one update per batch and sorts once in ``finalize``.
+Members are made with ``spec.metric(finish, **metadata)``, ``finish`` taking
+the `Prepared` state.
 """
 from __future__ import annotations
 
@@ -36,9 +40,11 @@ import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
-from fmetrics.classification.curves._curve import Counts, exact_counts, is_hard
+from fmetrics.classification.curves import _curve
+from fmetrics.classification.curves._curve import Counts, is_hard
+from fmetrics.family import Family
 from fmetrics.metric import Metric
-from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.state import cat_chunks
 
 TASKS = ("binary", "multiclass", "multilabel")
 
@@ -47,13 +53,13 @@ class ExactState(NamedTuple):
     scores: tuple  # chunks of float (n,) binary or (n, K)
     labels: tuple  # chunks: int8 (n,) / (n, L): -1 or label (| 2 in a logits batch, with validate_args);
     #                multiclass int64 (n,) class or -1
-    invalid: torch.Tensor  # int64 (3,): dropped entries per rule of _format.RULES
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 class BinnedState(NamedTuple):
     hist: torch.Tensor  # int64 (K, T + 1, 2): column x threshold bucket x label
     soft: torch.Tensor  # int64: kept scores that are neither 0 nor 1
-    invalid: torch.Tensor  # int64 (3,)
+    invalid: validation.Invalid
 
 
 def check_thresholds(name: str, thresholds) -> Optional[torch.Tensor]:
@@ -114,12 +120,12 @@ def _as_scores(preds: torch.Tensor) -> torch.Tensor:
 
 
 @dataclasses.dataclass(frozen=True)
-class Family:
-    """The state of one (task, num, thresholds, ignore_index) configuration.
+class Scores:
+    """The state definition of one (task, num, thresholds, ignore_index) configuration.
 
-    ``update`` formats a batch into columns; ``counts(state)`` gives the
-    per-column `Counts` (reporting invalid input first), ``pooled(state)`` the
-    counts of all columns pooled (micro average).
+    ``update`` formats a batch into columns; `family` is its `fmetrics.Family`,
+    whose shared step `Prepared` gives the per-column `Counts` (reporting
+    invalid input first) and the pooled counts (micro average).
     """
 
     name: str
@@ -132,7 +138,7 @@ class Family:
 
     # ------------------------------------------------------------- update
 
-    def columns(self, preds, target, lazy: bool = False):
+    def columns(self, preds, target, lazy: bool = False, count: bool = True):
         """One batch as ``(scores (n, K), labels (n, K) int64, keep (n, K) bool, invalid (3,))``.
 
         ``lazy`` (binary / multilabel, with validation): the scores stay as given and ``labels`` are the
@@ -142,47 +148,48 @@ class Family:
         name, task = self.name, self.task
         if task != "multiclass":
             if task == "binary":
-                f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=self.validate,
+                f = _format.binary_inputs(name, preds, target, self.ignore_index, validate=count,
                                           zero_dropped=not lazy)
             else:
                 f = _format.multilabel_inputs(name, preds, target, self.num, self.ignore_index,
-                                              validate=self.validate, zero_dropped=not lazy)
+                                              validate=count, zero_dropped=not lazy)
             width = 1 if task == "binary" else self.num
             keep, target = (x.movedim(1, -1).reshape(-1, width) for x in (f.keep, f.target))
             scores = _as_scores(f.preds).movedim(1, -1).reshape(-1, width)
             if lazy:
                 flag = _logits_flag(scores, keep).to(torch.int8) * 2  # kept targets are 0 / 1
-                return scores, target.to(torch.int8).bitwise_or_(flag).masked_fill_(~keep, -1), keep, f.invalid
-            return _if_logits(scores, keep, torch.sigmoid), target, keep, f.invalid
-        f = _format.multiclass_inputs(name, preds, target, self.num, self.ignore_index, validate=self.validate)
+                return scores, target.to(torch.int8).bitwise_or_(flag).masked_fill_(~keep, -1), keep, f
+            return _if_logits(scores, keep, torch.sigmoid), target, keep, f
+        f = _format.multiclass_inputs(name, preds, target, self.num, self.ignore_index, validate=count)
         if not f.preds.is_floating_point():
             raise validation.fail(name, "preds", "float scores of shape (N, C, ...)",
                                   f"labels of shape {tuple(preds.shape)}")
         scores = f.preds.movedim(1, -1).reshape(-1, self.num)
         keep = f.keep.reshape(-1, 1)
         scores = _if_logits(_as_scores(scores), keep, lambda x: x.softmax(1))
-        return scores, f.target.reshape(-1), keep, f.invalid
+        return scores, f.target.reshape(-1), keep, f
 
     def init(self):
-        zero3 = torch.zeros(3, dtype=torch.int64)
         if self.thresholds is None:
-            return ExactState((), (), zero3)
+            return ExactState((), (), validation.invalid_init())
         k = 1 if self.task == "binary" else self.num
         return BinnedState(torch.zeros(k, self.thresholds.shape[0] + 1, 2, dtype=torch.int64),
-                           torch.zeros((), dtype=torch.int64), zero3)
+                           torch.zeros((), dtype=torch.int64), validation.invalid_init())
 
     def update(self, state, preds, target):
         exact = self.thresholds is None
         lazy = exact and self.task != "multiclass" and self.validate
-        scores, labels, keep, invalid = self.columns(preds, target, lazy=lazy)
+        count = self.validate and not validation.eager_check_applies((preds, target), {})
+        scores, labels, keep, f = self.columns(preds, target, lazy=lazy, count=count)
+        invalid = _format.flag(state.invalid, f)
         if exact:
             if self.task == "multiclass":
                 code = torch.where(keep[:, 0], labels, -1)
             else:
                 code = labels if lazy else torch.where(keep, labels, -1).to(torch.int8)
                 scores, code = (scores[:, 0], code[:, 0]) if self.task == "binary" else (scores, code)
-            # detached: a kept chunk must not hold the caller's autograd graph alive
-            return ExactState(state.scores + (scores.detach(),), state.labels + (code,), state.invalid + invalid)
+            # a copy, detached: a kept chunk must neither alias the caller's buffer nor hold its autograd graph
+            return ExactState(state.scores + (_own(scores, preds) if lazy else scores.detach(),), state.labels + (code,), invalid)
         if self.task == "multiclass":
             labels = labels[:, None] == torch.arange(self.num, device=labels.device)
         else:
@@ -197,15 +204,11 @@ class Family:
         hist = torch.zeros(state.hist.numel(), dtype=torch.int64, device=scores.device)
         hist = hist.scatter_add(0, index, keep.reshape(-1).long()).reshape(state.hist.shape)
         soft = validation.count((scores != 0) & (scores != 1) & keep)
-        return BinnedState(state.hist + hist, state.soft + soft, state.invalid + invalid)
+        return BinnedState(state.hist + hist, state.soft + soft, invalid)
 
     # ------------------------------------------------------------- finalize
 
-    def report(self, state) -> None:
-        if self.validate:
-            _format.report(self.name, state.invalid)
-
-    def _pairs(self, state):
+    def pairs(self, state) -> list:
         """Exact state: per column ``(scores, labels bool)`` of the kept entries."""
         width = 1 if self.task == "binary" else self.num
         scores = cat_chunks(state.scores, torch.empty((0,) if self.task == "binary" else (0, width)))
@@ -233,7 +236,7 @@ class Family:
     def _decode(scores: torch.Tensor, code: torch.Tensor):
         """Validated binary / multilabel codes: the sigmoid applied to the entries of logits batches
         (``code >= 2``) and the codes reduced to ``-1 / 0 / 1``. One ``amax`` of the codes read as
-        uint8 (``-1`` is 255) settles the common case: probabilities and nothing dropped."""
+        uint8 (``-1`` is 255) settles the common case: probabilities and nothing left out."""
         if code.numel() == 0 or int(code.view(torch.uint8).amax()) < 2:
             return scores, code
         logits = code >= 2
@@ -241,7 +244,7 @@ class Family:
             scores = torch.where(logits, scores.sigmoid(), scores)
         return scores, torch.where(code >= 0, code & 1, -1)
 
-    def _binned(self, hist: torch.Tensor) -> list:
+    def binned(self, hist: torch.Tensor) -> list:
         """Binned: per column `Counts` at the thresholds in the order the user gave them."""
         thr = self.thresholds.to(hist.device)
         rank = torch.argsort(torch.argsort(thr, stable=True), stable=True)
@@ -250,39 +253,118 @@ class Family:
         return [Counts(above[k, :, 0], above[k, :, 1], thr, ge[k, 0, 1], ge[k, 0, 0], False)
                 for k in range(hist.shape[0])]
 
-    def exact_pairs(self, state) -> list:
-        """Exact state: per column ``(scores, labels bool)`` of the kept entries (reports invalid input)."""
-        self.report(state)
-        return self._pairs(state)
-
-    def counts(self, state) -> list:
-        """Per-column `Counts` (one for binary)."""
-        self.report(state)
-        if self.thresholds is not None:
-            return self._binned(state.hist)
-        return [exact_counts(s, y) for s, y in self._pairs(state)]
-
-    def pooled(self, state) -> Counts:
-        """The counts of every column pooled (the micro average)."""
-        self.report(state)
-        if self.thresholds is not None:
-            return self._binned(state.hist.sum(0, keepdim=True))[0]
-        pairs = self._pairs(state)
-        return exact_counts(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))
-
     @property
     def absent_recall(self) -> float:
         """Exact recall of a column without positives: NaN for a multiclass class, else 1 (torchmetrics)."""
         return float("nan") if self.task == "multiclass" else 1.0
 
-    def warn_if_hard(self, state, counts: list = (), hard: bool = False) -> None:
+    # ------------------------------------------------------------- the family
+
+    @property
+    def key(self) -> tuple:
+        thr = None if self.thresholds is None else (str(self.thresholds.dtype), tuple(self.thresholds.tolist()))
+        return (self.task, self.num, thr, self.ignore_index, self.validate)
+
+    @property
+    def family(self) -> Family:
+        if self.thresholds is None:
+            tags = ExactState(scores="cat", labels="cat", invalid=None)
+        else:
+            tags = BinnedState(hist="sum", soft="sum", invalid=None)
+        num = self.num if self.task == "multiclass" else 2
+        check = _format.checker(self.name, self.task, num, self.ignore_index) if self.validate else None
+        return Family(name="classification_scores", key=self.key, init=self.init, update=self.update,
+                      reductions=tags, merge=_merge, shared=lambda state: Prepared(self, state), check=check)
+
+    def metric(self, finish: Callable[["Prepared"], object]) -> Metric:
+        """The member of `family` named after this spec whose value is ``finish(Prepared(spec, state))``.
+
+        Metadata (torchmetrics' class attributes): values in [0, 1]; curves (ROC, PR) have no
+        direction, the equal error rate is better lower, every other score higher.
+        """
+        curve = self.name.endswith(("_roc", "_precision_recall_curve"))
+        higher = None if curve else not self.name.endswith("_eer")
+        return self.family.metric(self.name, finish, is_differentiable=False, higher_is_better=higher,
+                                  bounds=(0.0, 1.0))
+
+
+def _merge(a, b):
+    if isinstance(a, ExactState):
+        return ExactState(tuple(a.scores) + tuple(b.scores), tuple(a.labels) + tuple(b.labels),
+                          validation.invalid_merge(a.invalid, b.invalid))
+    return BinnedState(a.hist + b.hist, a.soft + b.soft, validation.invalid_merge(a.invalid, b.invalid))
+
+
+def _own(scores: torch.Tensor, preds) -> torch.Tensor:
+    """Lazy-path ``scores`` (a view of the caller's ``preds``) detached and copied: a refilled input buffer
+    must not change the state; a converted chunk (float16 -> float32, integer -> float) is already a copy."""
+    scores = scores.detach()
+    if isinstance(preds, torch.Tensor) and scores.dtype == preds.dtype:
+        return scores.clone()
+    return scores
+
+
+class Prepared:
+    """The shared finalize step of a curve family: invalid input reported, then per-column pairs,
+    sorts and counts computed at most once each, on demand (a collection of ROC, AUROC and AP over one
+    state sorts each column once)."""
+
+    def __init__(self, spec: Scores, state):
+        if spec.validate:
+            _format.report(spec.name, state.invalid, spec.num if spec.task == "multiclass" else 2)
+        self.spec, self.state = spec, state
+        self.name, self.task, self.thresholds = spec.name, spec.task, spec.thresholds
+        self.absent_recall = spec.absent_recall
+        self._pairs = None
+        self._sorted: dict = {}
+        self._counts: dict = {}
+
+    def exact_pairs(self) -> list:
+        """Exact state: per column ``(scores, labels bool)`` of the kept entries."""
+        if self._pairs is None:
+            self._pairs = self.spec.pairs(self.state)
+        return self._pairs
+
+    def _pooled_pairs(self):
+        pairs = self.exact_pairs()
+        if len(pairs) == 1:
+            return pairs[0]
+        return torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs])
+
+    def sorted(self, column) -> "_curve.Sorted":
+        """Column ``column`` (an index, or ``"pooled"``) sorted once (`_curve.sort_column`)."""
+        if len(self.exact_pairs()) == 1:
+            column = 0
+        if column not in self._sorted:
+            s, y = self._pooled_pairs() if column == "pooled" else self.exact_pairs()[column]
+            self._sorted[column] = _curve.sort_column(s, y)
+        return self._sorted[column]
+
+    def _column_counts(self, column) -> Counts:
+        if column not in self._counts:
+            self._counts[column] = _curve.exact_counts(self.sorted(column))
+        return self._counts[column]
+
+    def counts(self) -> list:
+        """Per-column `Counts` (one for binary)."""
+        if self.thresholds is not None:
+            return self.spec.binned(self.state.hist)
+        return [self._column_counts(k) for k in range(len(self.exact_pairs()))]
+
+    def pooled(self) -> Counts:
+        """The counts of every column pooled (the micro average)."""
+        if self.thresholds is not None:
+            return self.spec.binned(self.state.hist.sum(0, keepdim=True))[0]
+        return self._column_counts("pooled")
+
+    def warn_if_hard(self, counts: list = (), hard: bool = False) -> None:
         """Warns when every kept score is exactly 0 or 1: a ranking metric then measures the labels.
 
         Binned: from the state's count of soft scores; exact: from the columns'
         distinct thresholds (``counts``), or ``hard`` as found by the caller.
         """
         if self.thresholds is not None:
-            hard = int(state.soft) == 0 and int(state.hist.sum()) > 0
+            hard = int(self.state.soft) == 0 and int(self.state.hist.sum()) > 0
         elif counts:
             hard = any(c.thr.numel() for c in counts) and all(is_hard(c.thr) for c in counts)
         if hard:
@@ -290,23 +372,8 @@ class Family:
                           "result measures the labels, not a ranking. Pass probabilities or logits.",
                           UserWarning, stacklevel=3)
 
-    # ------------------------------------------------------------- metric
 
-    @property
-    def key(self) -> tuple:
-        thr = None if self.thresholds is None else (str(self.thresholds.dtype), tuple(self.thresholds.tolist()))
-        return ("classification_scores", self.task, self.num, thr, self.ignore_index, self.validate)
-
-    def metric(self, finalize: Callable) -> Metric:
-        if self.thresholds is None:
-            tags = ExactState(scores="cat", labels="cat", invalid="sum")
-        else:
-            tags = BinnedState(hist="sum", soft="sum", invalid="sum")
-        return Metric(init=self.init, update=self.update, merge=merge_fields(tags), finalize=finalize,
-                      name=self.name, state_key=self.key, reductions=tags)
-
-
-def family(name: str, task: str, num: int = 1, thresholds=None, ignore_index=None, validate_args=True) -> Family:
+def family(name: str, task: str, num: int = 1, thresholds=None, ignore_index=None, validate_args=True) -> Scores:
     """Validates a curve metric's configuration; ``num`` is ``num_classes`` / ``num_labels`` (1 for binary)."""
     if task != "binary":
         _format.check_num(name, "num_classes" if task == "multiclass" else "num_labels", num)
@@ -315,4 +382,4 @@ def family(name: str, task: str, num: int = 1, thresholds=None, ignore_index=Non
         raise validation.fail(name, "validate_args", "a bool", repr(validate_args))
     thresholds = check_thresholds(name, thresholds)
     ordered = None if thresholds is None else torch.sort(thresholds).values
-    return Family(name, task, num, thresholds, ignore_index, validate_args, ordered)
+    return Scores(name, task, num, thresholds, ignore_index, validate_args, ordered)

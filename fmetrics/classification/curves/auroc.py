@@ -23,37 +23,36 @@ def _partial(fpr: torch.Tensor, tpr: torch.Tensor, max_fpr: float) -> torch.Tens
     return 0.5 * (1 + (area - low) / (max_fpr - low))
 
 
-def _exact_auroc(fam, state, average: str) -> torch.Tensor:
-    """Exact AUROC without building curves (`_curve.exact_auroc` per column)."""
-    pairs = fam.exact_pairs(state)
-    if average == "micro":
-        pairs = [(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))]
-    values, hard = zip(*(_curve.exact_auroc(s, y, fam.name) for s, y in pairs))
-    fam.warn_if_hard(state, hard=any(s.numel() for s, _ in pairs) and all(
-        h for (s, _), h in zip(pairs, hard) if s.numel()))
+def _exact_auroc(p, average: str) -> torch.Tensor:
+    """Exact AUROC without building curves: `_curve.exact_auroc` per column, from the shared sort."""
+    pairs = p.exact_pairs()
+    columns = ["pooled"] if average == "micro" else range(len(pairs))
+    values, hard = zip(*(_curve.exact_auroc(p.sorted(k), p.name) for k in columns))
+    sizes = [sum(s.numel() for s, _ in pairs)] if average == "micro" else [s.numel() for s, _ in pairs]
+    p.warn_if_hard(hard=any(sizes) and all(h for n, h in zip(sizes, hard) if n))
     if average == "micro":
         return values[0]
-    return _curve.reduce(torch.stack(values), average, torch.stack([y.sum() for _, y in pairs]), fam.name)
+    return _curve.reduce(torch.stack(values), average, torch.stack([y.sum() for _, y in pairs]), p.name)
 
 
 def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
-    fpr, tpr, _ = _curve.roc(task=counts, thresholds=name)
+    fpr, tpr, _ = _curve.roc(counts, name)
     if max_fpr is None or max_fpr == 1 or not bool(fpr.sum() > 0) or not bool(tpr.sum() > 0):
         return _curve.auc(fpr, tpr)
     return _partial(fpr, tpr, max_fpr)
 
 
-def multi_auroc(fam, state, average: str) -> torch.Tensor:
-    if fam.thresholds is None:
-        return _exact_auroc(fam, state, average)
+def multi_auroc(p, average: str) -> torch.Tensor:
+    if p.thresholds is None:
+        return _exact_auroc(p, average)
     if average == "micro":
-        pooled = fam.pooled(state)
-        fam.warn_if_hard(state, [pooled])
-        return column_auroc(pooled, fam.name)
-    counts = fam.counts(state)
-    fam.warn_if_hard(state, counts)
-    values = torch.stack([column_auroc(c, fam.name) for c in counts])
-    return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
+        pooled = p.pooled()
+        p.warn_if_hard([pooled])
+        return column_auroc(pooled, p.name)
+    counts = p.counts()
+    p.warn_if_hard(counts)
+    values = torch.stack([column_auroc(c, p.name) for c in counts])
+    return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), p.name)
 
 
 @factory
@@ -76,11 +75,11 @@ def binary_auroc(*, max_fpr=None, thresholds=None, ignore_index=None, validate_a
         raise validation.fail(name, "max_fpr", "None or a float in (0, 1]", repr(max_fpr))
     fam = family(name, "binary", 1, thresholds, ignore_index, validate_args)
 
-    def finalize(state):
+    def finalize(p):
         if max_fpr is None:
-            return multi_auroc(fam, state, "micro")
-        counts = fam.counts(state)
-        fam.warn_if_hard(state, counts)
+            return multi_auroc(p, "micro")
+        counts = p.counts()
+        p.warn_if_hard(counts)
         return column_auroc(counts[0], name, None if max_fpr is None else float(max_fpr))
 
     return fam.metric(finalize)
@@ -94,7 +93,7 @@ def multiclass_auroc(*, num_classes, average="macro", thresholds=None, ignore_in
     """
     fam = family("multiclass_auroc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("macro", "weighted", "none"))
-    return fam.metric(lambda state: multi_auroc(fam, state, average))
+    return fam.metric(lambda p: multi_auroc(p, average))
 
 
 @factory
@@ -102,7 +101,7 @@ def multilabel_auroc(*, num_labels, average="macro", thresholds=None, ignore_ind
     """AUROC per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
     fam = family("multilabel_auroc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("micro", "macro", "weighted", "none"))
-    return fam.metric(lambda state: multi_auroc(fam, state, average))
+    return fam.metric(lambda p: multi_auroc(p, average))
 
 
 @factory

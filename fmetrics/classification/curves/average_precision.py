@@ -15,18 +15,18 @@ __all__ = ["binary_average_precision", "multiclass_average_precision", "multilab
 
 def _column(counts, name: str, absent: float = 1.0) -> torch.Tensor:
     precision, recall, _ = _curve.pr(counts, name, absent)
-    return _curve.average_precision(task=precision, thresholds=recall, num_classes=counts.exact)
+    return _curve.average_precision(precision, recall, counts.exact)
 
 
-def multi_ap(fam, state, average: str) -> torch.Tensor:
+def multi_ap(p, average: str) -> torch.Tensor:
     if average == "micro":
-        pooled = fam.pooled(state)
-        fam.warn_if_hard(state, [pooled])
-        return _column(pooled, fam.name)
-    counts = fam.counts(state)
-    fam.warn_if_hard(state, counts)
-    values = torch.stack([_column(c, fam.name, fam.absent_recall) for c in counts])
-    return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), fam.name)
+        pooled = p.pooled()
+        p.warn_if_hard([pooled])
+        return _column(pooled, p.name)
+    counts = p.counts()
+    p.warn_if_hard(counts)
+    values = torch.stack([_column(c, p.name, p.absent_recall) for c in counts])
+    return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), p.name)
 
 
 @factory
@@ -41,7 +41,7 @@ def binary_average_precision(*, thresholds=None, ignore_index=None, validate_arg
         tensor(0.8333, dtype=torch.float64)
     """
     fam = family("binary_average_precision", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: multi_ap(fam, state, "none")[0])
+    return fam.metric(lambda p: multi_ap(p, "none")[0])
 
 
 @factory
@@ -50,7 +50,7 @@ def multiclass_average_precision(*, num_classes, average="macro", thresholds=Non
     """One-vs-rest AP per class, reduced by ``average`` (``"macro"``, ``"weighted"``, ``"none"``)."""
     fam = family("multiclass_average_precision", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("macro", "weighted", "none"))
-    return fam.metric(lambda state: multi_ap(fam, state, average))
+    return fam.metric(lambda p: multi_ap(p, average))
 
 
 @factory
@@ -59,7 +59,7 @@ def multilabel_average_precision(*, num_labels, average="macro", thresholds=None
     """AP per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
     fam = family("multilabel_average_precision", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("micro", "macro", "weighted", "none"))
-    return fam.metric(lambda state: multi_ap(fam, state, average))
+    return fam.metric(lambda p: multi_ap(p, average))
 
 
 @factory

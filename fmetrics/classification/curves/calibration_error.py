@@ -22,8 +22,9 @@ from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
+from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
-from fmetrics.state import merge_fields
+from fmetrics.family import Family
 from fmetrics.recipe import factory
 
 __all__ = ["binary_calibration_error", "multiclass_calibration_error", "calibration_error"]
@@ -35,7 +36,7 @@ class CalibrationState(NamedTuple):
     count: torch.Tensor  # int64 (n_bins + 1,)
     confidence: torch.Tensor  # float64 (n_bins + 1,): sum of confidences per bin
     accuracy: torch.Tensor  # float64 (n_bins + 1,): sum of accuracies per bin
-    invalid: torch.Tensor  # int64 (3,)
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_args) -> Metric:
@@ -45,20 +46,23 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
     _format.check_ignore_index(name, ignore_index)
     if task == "multiclass":
         _format.check_num(name, "num_classes", num)
+    num_ = num if task == "multiclass" else 2
 
     def init():
         zeros = torch.zeros(n_bins + 1, dtype=torch.float64)
         return CalibrationState(torch.zeros(n_bins + 1, dtype=torch.int64), zeros, zeros.clone(),
-                                torch.zeros(3, dtype=torch.int64))
+                                validation.invalid_init())
 
     def update(state, preds, target):
+        count = counting(validate_args, (preds, target))
+        preds = preds.detach() if isinstance(preds, torch.Tensor) else preds  # the state holds no graph
         if task == "binary":
-            f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
+            f = _format.binary_inputs(name, preds, target, ignore_index, validate=count)
             keep = f.keep.reshape(-1)
             conf = _if_logits(_as_scores(f.preds).reshape(-1), keep, torch.sigmoid)
             acc = f.target.reshape(-1)
         else:
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=count)
             if not f.preds.is_floating_point():
                 raise validation.fail(name, "preds", "float scores of shape (N, C, ...)", tuple(preds.shape))
             keep = f.keep.reshape(-1)
@@ -72,12 +76,12 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
             state.count + torch.zeros_like(state.count).scatter_add(0, bins, keep.long()),
             state.confidence + torch.zeros_like(state.confidence).scatter_add(0, bins, conf.double() * w),
             state.accuracy + torch.zeros_like(state.accuracy).scatter_add(0, bins, acc.double() * w),
-            state.invalid + f.invalid,
+            _format.flag(state.invalid, f),
         )
 
     def finalize(state):
         if validate_args:
-            _format.report(name, state.invalid)
+            _format.report(name, state.invalid, num_)
         count = state.count.double()
         gap = torch.nan_to_num(state.accuracy / count) - torch.nan_to_num(state.confidence / count)
         share = count / count.sum()
@@ -87,9 +91,14 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
             return gap.abs().max()
         return torch.sqrt(torch.sum(gap ** 2 * share).clamp(min=0))
 
-    tags = CalibrationState(count="sum", confidence="sum", accuracy="sum", invalid="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("calibration", task, num, n_bins, ignore_index, validate_args), reductions=tags)
+    def merge(a, b):
+        return CalibrationState(a.count + b.count, a.confidence + b.confidence, a.accuracy + b.accuracy, validation.invalid_merge(a.invalid, b.invalid))
+
+    tags = CalibrationState(count="sum", confidence="sum", accuracy="sum", invalid=None)
+    check = _format.checker(name, task, num_, ignore_index) if validate_args else None
+    fam = Family(name="calibration", key=(task, num, n_bins, ignore_index, validate_args), init=init, update=update, reductions=tags,
+                 merge=merge, check=check)
+    return fam.metric(name, finalize, is_differentiable=False, higher_is_better=False, bounds=(0.0, 1.0))
 
 
 @factory

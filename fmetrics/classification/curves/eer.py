@@ -18,8 +18,8 @@ def _eer(fpr: torch.Tensor, tpr: torch.Tensor) -> torch.Tensor:
     return (fpr[i] + 1 - tpr[i]) / 2
 
 
-def _multi(fam, state, average: str) -> torch.Tensor:
-    fpr, tpr, _ = multi_roc(fam, state, average)
+def _multi(p, average: str) -> torch.Tensor:
+    fpr, tpr, _ = multi_roc(p, average)
     if average != "none":
         return _eer(fpr, tpr)
     return torch.stack([_eer(f, t) for f, t in zip(fpr, tpr)])
@@ -35,7 +35,7 @@ def binary_eer(*, thresholds=None, ignore_index=None, validate_args=True) -> Met
         tensor(0.5000, dtype=torch.float64)
     """
     fam = family("binary_eer", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _eer(*_curve.roc(task=fam.counts(state)[0], thresholds=fam.name)[:2]))
+    return fam.metric(lambda p: _eer(*_curve.roc(p.counts()[0], fam.name)[:2]))
 
 
 @factory
@@ -43,14 +43,14 @@ def multiclass_eer(*, num_classes, thresholds=None, average=None, ignore_index=N
     """EER per class (``average=None``), of the pooled (``"micro"``) or macro-averaged ROC curve."""
     fam = family("multiclass_eer", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("none", "micro", "macro"))
-    return fam.metric(lambda state: _multi(fam, state, average))
+    return fam.metric(lambda p: _multi(p, average))
 
 
 @factory
 def multilabel_eer(*, num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """EER per label."""
     fam = family("multilabel_eer", "multilabel", num_labels, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _multi(fam, state, "none"))
+    return fam.metric(lambda p: _multi(p, "none"))
 
 
 @factory

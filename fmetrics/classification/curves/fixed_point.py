@@ -52,14 +52,15 @@ def _on_pr(counts, fam, floor, best_recall: bool):
     n = thr.numel()
     precision, recall = precision[:n], recall[:n]
     value, limit = (recall, precision) if best_recall else (precision, recall)
-    i = _lexmax([value, limit, thr.double()], limit >= floor)
+    # an undefined (0 / 0: no prediction above the threshold) precision or recall never qualifies
+    i = _lexmax([value, limit, thr.double()], (limit >= floor) & ~torch.isnan(value))
     best = value[i] if i is not None else torch.zeros((), dtype=torch.float64)
     t = thr[i] if i is not None and best != 0 else torch.tensor(float("nan"), dtype=thr.dtype)
     return best, t
 
 
 def _on_roc(counts, fam, floor, best_sensitivity: bool):
-    fpr, tpr, thr = _curve.roc(task=counts, thresholds=fam.name)
+    fpr, tpr, thr = _curve.roc(counts, fam.name)
     value, limit = (tpr, 1 - fpr) if best_sensitivity else (1 - fpr, tpr)
     ok = limit >= floor
     if not bool(ok.any()):
@@ -81,8 +82,8 @@ def _make(kind: str, task: str, num, floor, thresholds, ignore_index, validate_a
     fam = family(f"{task}_{kind}", task, num, thresholds, ignore_index, validate_args)
     floor = check_fraction(fam.name, arg, floor)
 
-    def finalize(state):
-        results = [point(c, fam, floor) for c in fam.counts(state)]
+    def finalize(p):
+        results = [point(c, fam, floor) for c in p.counts()]
         if task == "binary":
             return results[0]
         values, thr = zip(*results)
@@ -103,7 +104,7 @@ def binary_recall_at_fixed_precision(*, min_precision, thresholds=None, ignore_i
 
     Example::
 
-        >>> fmetrics.binary_recall_at_fixed_precision(0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
+        >>> fmetrics.binary_recall_at_fixed_precision(min_precision=0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
         ...                                               torch.tensor([0, 0, 1, 1]))
         (tensor(1., dtype=torch.float64), tensor(0.3500))
     """
@@ -140,7 +141,7 @@ def binary_precision_at_fixed_recall(*, min_recall, thresholds=None, ignore_inde
 
     Example::
 
-        >>> fmetrics.binary_precision_at_fixed_recall(0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
+        >>> fmetrics.binary_precision_at_fixed_recall(min_recall=0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
         ...                                               torch.tensor([0, 0, 1, 1]))
         (tensor(1., dtype=torch.float64), tensor(0.8000))
     """
@@ -177,7 +178,7 @@ def binary_sensitivity_at_specificity(*, min_specificity, thresholds=None, ignor
 
     Example::
 
-        >>> fmetrics.binary_sensitivity_at_specificity(0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
+        >>> fmetrics.binary_sensitivity_at_specificity(min_specificity=0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
         ...                                                 torch.tensor([0, 0, 1, 1]))
         (tensor(1., dtype=torch.float64), tensor(0.3500))
     """
@@ -215,7 +216,7 @@ def binary_specificity_at_sensitivity(*, min_sensitivity, thresholds=None, ignor
 
     Example::
 
-        >>> fmetrics.binary_specificity_at_sensitivity(0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
+        >>> fmetrics.binary_specificity_at_sensitivity(min_sensitivity=0.5)(torch.tensor([0.1, 0.4, 0.35, 0.8]),
         ...                                                 torch.tensor([0, 0, 1, 1]))
         (tensor(1., dtype=torch.float64), tensor(0.8000))
     """

@@ -15,8 +15,9 @@ from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
+from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
-from fmetrics.state import merge_fields
+from fmetrics.family import Family
 from fmetrics.recipe import factory
 
 __all__ = ["binary_hinge_loss", "multiclass_hinge_loss", "hinge_loss"]
@@ -27,13 +28,14 @@ MODES = ("crammer-singer", "one-vs-all")
 class HingeState(NamedTuple):
     total: torch.Tensor  # float64: sum of the losses (per class for one-vs-all)
     count: torch.Tensor  # int64: kept samples
-    invalid: torch.Tensor  # int64 (3,)
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
 
 
 def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric:
     if not isinstance(squared, bool):
         raise validation.fail(name, "squared", "a bool", repr(squared))
     _format.check_ignore_index(name, ignore_index)
+    num_ = num if task == "multiclass" else 2
     if task == "multiclass":
         _format.check_num(name, "num_classes", num)
         validation.check_policy(name, "multiclass_mode", mode, MODES)
@@ -41,16 +43,18 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
 
     def init():
         return HingeState(torch.zeros(shape, dtype=torch.float64), torch.zeros((), dtype=torch.int64),
-                          torch.zeros(3, dtype=torch.int64))
+                          validation.invalid_init())
 
     def update(state, preds, target):
+        count = counting(validate_args, (preds, target))
+        preds = preds.detach() if isinstance(preds, torch.Tensor) else preds  # the state holds no graph
         if task == "binary":
-            f = _format.binary_inputs(name, preds, target, ignore_index, validate=validate_args)
+            f = _format.binary_inputs(name, preds, target, ignore_index, validate=count)
             keep = f.keep.reshape(-1)
             p = _if_logits(_as_scores(f.preds).reshape(-1), keep, torch.sigmoid)
             margin = torch.where(f.target.reshape(-1) == 1, p, -p)
         else:
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=validate_args)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=count)
             if not f.preds.is_floating_point():
                 raise validation.fail(name, "preds", "float scores of shape (N, C, ...)", tuple(preds.shape))
             keep = f.keep.reshape(-1)
@@ -64,16 +68,21 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
         loss = (1 - margin.double()).clamp(min=0)
         loss = torch.where(keep, loss ** 2 if squared else loss, 0.0)
         return HingeState(state.total + loss.sum(0), state.count + validation.count(keep.reshape(-1)),
-                          state.invalid + f.invalid)
+                          _format.flag(state.invalid, f))
 
     def finalize(state):
         if validate_args:
-            _format.report(name, state.invalid)
+            _format.report(name, state.invalid, num_)
         return state.total / state.count
 
-    tags = HingeState(total="sum", count="sum", invalid="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("hinge", task, num, squared, mode, ignore_index, validate_args), reductions=tags)
+    def merge(a, b):
+        return HingeState(a.total + b.total, a.count + b.count, validation.invalid_merge(a.invalid, b.invalid))
+
+    tags = HingeState(total="sum", count="sum", invalid=None)
+    check = _format.checker(name, task, num_, ignore_index) if validate_args else None
+    fam = Family(name="hinge", key=(task, num, squared, mode, ignore_index, validate_args), init=init, update=update, reductions=tags,
+                 merge=merge, check=check)
+    return fam.metric(name, finalize, is_differentiable=False, higher_is_better=False, bounds=(0.0, None))
 
 
 @factory

@@ -45,10 +45,10 @@ def _logauc(fpr: torch.Tensor, tpr: torch.Tensor, fpr_range: tuple, name: str) -
     return _curve.auc(log_fpr[lo:hi + 1], tpr[lo:hi + 1]) / (log_bounds[1] - log_bounds[0])
 
 
-def _multi(fam, state, fpr_range, average: str) -> torch.Tensor:
-    curves = [_curve.roc(task=c, thresholds=fam.name) for c in fam.counts(state)]
-    values = torch.stack([_logauc(f, t, fpr_range, fam.name) for f, t, _ in curves])
-    return _curve.reduce(values, average, None, fam.name)
+def _multi(p, fpr_range, average: str) -> torch.Tensor:
+    curves = [_curve.roc(c, p.name) for c in p.counts()]
+    values = torch.stack([_logauc(f, t, fpr_range, p.name) for f, t, _ in curves])
+    return _curve.reduce(values, average, None, p.name)
 
 
 @factory
@@ -65,7 +65,7 @@ def binary_logauc(*, fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None,
     """
     fam = family("binary_logauc", "binary", 1, thresholds, ignore_index, validate_args)
     fpr_range = _check_range(fam.name, fpr_range)
-    return fam.metric(lambda state: _multi(fam, state, fpr_range, "none")[0])
+    return fam.metric(lambda p: _multi(p, fpr_range, "none")[0])
 
 
 @factory
@@ -75,7 +75,7 @@ def multiclass_logauc(*, num_classes, fpr_range=(0.001, 0.1), average="macro", t
     fam = family("multiclass_logauc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     fpr_range = _check_range(fam.name, fpr_range)
     average = check_average(fam.name, average, ("macro", "none"))
-    return fam.metric(lambda state: _multi(fam, state, fpr_range, average))
+    return fam.metric(lambda p: _multi(p, fpr_range, average))
 
 
 @factory
@@ -85,7 +85,7 @@ def multilabel_logauc(*, num_labels, fpr_range=(0.001, 0.1), average="macro", th
     fam = family("multilabel_logauc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     fpr_range = _check_range(fam.name, fpr_range)
     average = check_average(fam.name, average, ("macro", "none"))
-    return fam.metric(lambda state: _multi(fam, state, fpr_range, average))
+    return fam.metric(lambda p: _multi(p, fpr_range, average))
 
 
 @factory

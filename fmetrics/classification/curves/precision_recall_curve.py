@@ -17,13 +17,13 @@ __all__ = [
 ]
 
 
-def multi_pr(fam, state, average: str):
+def multi_pr(p, average: str):
     """``average``: ``"none"`` (per column), ``"micro"`` (pooled) or ``"macro"`` (torchmetrics' interpolation)."""
     if average == "micro":
-        return _curve.pr(fam.pooled(state), fam.name)  # pooled: a 0/1 column, as torchmetrics
-    counts = fam.counts(state)
+        return _curve.pr(p.pooled(), p.name)  # pooled: a 0/1 column, as torchmetrics
+    counts = p.counts()
     exact = counts[0].exact
-    precision, recall, thr = zip(*(_curve.pr(c, fam.name, fam.absent_recall) for c in counts))
+    precision, recall, thr = zip(*(_curve.pr(c, p.name, p.absent_recall) for c in counts))
     if average == "macro":
         grid = torch.cat(precision).sort().values
         mean_recall = sum(_curve.interp(grid, p, r) for p, r in zip(precision, recall)) / len(counts)
@@ -48,7 +48,7 @@ def binary_precision_recall_curve(*, thresholds=None, ignore_index=None, validat
         (tensor([0.5000, 0.6667, 0.5000, 1.0000, 1.0000], ...), tensor([1.0000, 1.0000, 0.5000, 0.5000, 0.0000], ...))
     """
     fam = family("binary_precision_recall_curve", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _curve.pr(fam.counts(state)[0], fam.name))
+    return fam.metric(lambda p: _curve.pr(p.counts()[0], fam.name))
 
 
 @factory
@@ -58,7 +58,7 @@ def multiclass_precision_recall_curve(*, num_classes, thresholds=None, average=N
     fam = family("multiclass_precision_recall_curve", "multiclass", num_classes, thresholds, ignore_index,
                  validate_args)
     average = check_average(fam.name, average, ("none", "micro", "macro"))
-    return fam.metric(lambda state: multi_pr(fam, state, average))
+    return fam.metric(lambda p: multi_pr(p, average))
 
 
 @factory
@@ -66,7 +66,7 @@ def multilabel_precision_recall_curve(*, num_labels, thresholds=None, ignore_ind
     """PR curve per label (lists when exact, ``(L, T + 1)`` tensors when binned)."""
     fam = family("multilabel_precision_recall_curve", "multilabel", num_labels, thresholds, ignore_index,
                  validate_args)
-    return fam.metric(lambda state: multi_pr(fam, state, "none"))
+    return fam.metric(lambda p: multi_pr(p, "none"))
 
 
 @factory

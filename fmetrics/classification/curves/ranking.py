@@ -21,8 +21,9 @@ import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
+from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
-from fmetrics.state import merge_fields
+from fmetrics.family import Family
 from fmetrics.recipe import factory
 
 __all__ = ["multilabel_ranking_average_precision", "multilabel_ranking_loss", "multilabel_coverage_error"]
@@ -33,20 +34,29 @@ class RankingState(NamedTuple):
     loss: torch.Tensor  # float64: sum of per-sample ranking loss
     coverage: torch.Tensor  # float64: sum of per-sample coverage
     count: torch.Tensor  # int64: samples with at least one kept label
-    invalid: torch.Tensor  # int64 (3,)
+    invalid: validation.Invalid  # deferred record of entries that broke the value rule
+
+
+_META = {
+    "precision": dict(higher_is_better=True, bounds=(0.0, 1.0)),
+    "loss": dict(higher_is_better=False, bounds=(0.0, 1.0)),
+    "coverage": dict(higher_is_better=False, bounds=(0.0, None)),
+}
 
 
 def _make(name: str, field: str, num_labels, ignore_index, validate_args) -> Metric:
     _format.check_num(name, "num_labels", num_labels)
+    task, num_ = "multilabel", 2
     _format.check_ignore_index(name, ignore_index)
 
     def init():
         zero = torch.zeros((), dtype=torch.float64)
         return RankingState(zero, zero.clone(), zero.clone(), torch.zeros((), dtype=torch.int64),
-                            torch.zeros(3, dtype=torch.int64))
+                            validation.invalid_init())
 
     def update(state, preds, target):
-        f = _format.multilabel_inputs(name, preds, target, num_labels, ignore_index, validate=validate_args)
+        count = counting(validate_args, (preds, target))
+        f = _format.multilabel_inputs(name, preds, target, num_labels, ignore_index, validate=count)
         s = f.preds.movedim(1, -1).reshape(-1, num_labels)
         s = s if s.is_floating_point() else s.double()
         keep = f.keep.movedim(1, -1).reshape(-1, num_labels)
@@ -70,17 +80,22 @@ def _make(name: str, field: str, num_labels, ignore_index, validate_args) -> Met
             state.loss + torch.where(counted, loss, zero).sum(),
             state.coverage + torch.where(counted, coverage, zero).sum(),
             state.count + validation.count(counted),
-            state.invalid + f.invalid,
+            _format.flag(state.invalid, f),
         )
 
     def finalize(state):
         if validate_args:
-            _format.report(name, state.invalid)
+            _format.report(name, state.invalid, num_)
         return getattr(state, field) / state.count
 
-    tags = RankingState(precision="sum", loss="sum", coverage="sum", count="sum", invalid="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("multilabel_ranking", num_labels, ignore_index, validate_args), reductions=tags)
+    def merge(a, b):
+        return RankingState(a.precision + b.precision, a.loss + b.loss, a.coverage + b.coverage, a.count + b.count, validation.invalid_merge(a.invalid, b.invalid))
+
+    tags = RankingState(precision="sum", loss="sum", coverage="sum", count="sum", invalid=None)
+    check = _format.checker(name, task, num_, ignore_index) if validate_args else None
+    fam = Family(name="multilabel_ranking", key=(num_labels, ignore_index, validate_args), init=init, update=update, reductions=tags,
+                 merge=merge, check=check)
+    return fam.metric(name, finalize, is_differentiable=False, **_META[field])
 
 
 @factory
@@ -89,7 +104,7 @@ def multilabel_ranking_average_precision(*, num_labels, ignore_index=None, valid
 
     Example::
 
-        >>> fmetrics.multilabel_ranking_average_precision(3)(torch.tensor([[0.75, 0.5, 1.0], [1.0, 0.2, 0.1]]),
+        >>> fmetrics.multilabel_ranking_average_precision(num_labels=3)(torch.tensor([[0.75, 0.5, 1.0], [1.0, 0.2, 0.1]]),
         ...                                                  torch.tensor([[1, 0, 0], [0, 0, 1]]))
         tensor(0.4167, dtype=torch.float64)
     """

@@ -21,13 +21,13 @@ def macro_roc(curves: list, exact: bool):
     return fpr, tpr, thr
 
 
-def multi_roc(fam, state, average: str):
+def multi_roc(p, average: str):
     """``average``: ``"none"`` (per column), ``"micro"`` (pooled) or ``"macro"`` (`macro_roc`)."""
     if average == "micro":
-        return _curve.roc(task=fam.pooled(state), thresholds=fam.name)
-    counts = fam.counts(state)
+        return _curve.roc(p.pooled(), p.name)
+    counts = p.counts()
     exact = counts[0].exact
-    curves = [_curve.roc(task=c, thresholds=fam.name) for c in counts]
+    curves = [_curve.roc(c, p.name) for c in counts]
     if average == "macro":
         return macro_roc(curves, exact)
     fpr, tpr, thr = zip(*curves)
@@ -51,7 +51,7 @@ def binary_roc(*, thresholds=None, ignore_index=None, validate_args=True) -> Met
         (tensor([0.0000, 0.0000, 0.5000, 0.5000, 1.0000], ...), tensor([0.0000, 0.5000, 0.5000, 1.0000, 1.0000], ...))
     """
     fam = family("binary_roc", "binary", 1, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: _curve.roc(task=fam.counts(state)[0], thresholds=fam.name))
+    return fam.metric(lambda p: _curve.roc(p.counts()[0], fam.name))
 
 
 @factory
@@ -64,14 +64,14 @@ def multiclass_roc(*, num_classes, thresholds=None, average=None, ignore_index=N
     """
     fam = family("multiclass_roc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("none", "micro", "macro"))
-    return fam.metric(lambda state: multi_roc(fam, state, average))
+    return fam.metric(lambda p: multi_roc(p, average))
 
 
 @factory
 def multilabel_roc(*, num_labels, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
     """ROC curve per label (lists when exact, ``(L, T)`` tensors when binned)."""
     fam = family("multilabel_roc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
-    return fam.metric(lambda state: multi_roc(fam, state, "none"))
+    return fam.metric(lambda p: multi_roc(p, "none"))
 
 
 def check_task(name: str, task, allowed=("binary", "multiclass", "multilabel")) -> str:
