@@ -5,6 +5,8 @@ Every metric averages a per-example value over the stream (a float64 sum and
 an int64 count, sum-mergeable); ``per_example=True`` returns the values
 instead.
 """
+from fmetrics.audio.pit import permutation_invariant_training, pit_permutate
+from fmetrics.audio.sdr import signal_distortion_ratio
 from fmetrics.audio.snr import (
     complex_scale_invariant_signal_noise_ratio,
     scale_invariant_signal_distortion_ratio,
@@ -15,8 +17,11 @@ from fmetrics.audio.snr import (
 
 __all__ = [
     "complex_scale_invariant_signal_noise_ratio",
+    "permutation_invariant_training",
+    "pit_permutate",
     "scale_invariant_signal_distortion_ratio",
     "scale_invariant_signal_noise_ratio",
+    "signal_distortion_ratio",
     "signal_noise_ratio",
     "source_aggregated_signal_distortion_ratio",
 ]

@@ -105,3 +105,80 @@ CASES = [
          {"scale_invariant": False, "zero_mean": True}, lambda s: _signals(s, shape=(2,), dtype=torch.float64),
          _sa_sdr_ref(False, True)),
 ]
+
+
+# ---------------------------------------------------------------- SDR (oracle: a dense float64 solve of the
+# Toeplitz normal equations written here; fast-bss-eval / mir_eval parity in tests/test_audio_parity.py)
+
+def _sdr_ref(filter_length, zero_mean=False, load_diag=None):
+    def ref(p, t):
+        p, t = _center(_np(p), zero_mean), _center(_np(t), zero_mean)
+        p = p / np.maximum(np.linalg.norm(p, axis=-1, keepdims=True), 1e-6)
+        t = t / np.maximum(np.linalg.norm(t, axis=-1, keepdims=True), 1e-6)
+        n = t.shape[-1]
+        out = []
+        for pi, ti in zip(p.reshape(-1, n), t.reshape(-1, n)):
+            r = np.array([ti[:n - k] @ ti[k:] if k < n else 0.0 for k in range(filter_length)])
+            b = np.array([ti[:n - k] @ pi[k:] if k < n else 0.0 for k in range(filter_length)])
+            if load_diag is not None:
+                r[0] += load_diag
+            idx = np.abs(np.arange(filter_length)[:, None] - np.arange(filter_length)[None, :])
+            coh = b @ np.linalg.solve(r[idx], b)
+            out.append(10 * np.log10(coh / (1 - coh)))
+        return np.mean(out)
+    return ref
+
+
+CASES += [
+    Case("signal_distortion_ratio", fm.signal_distortion_ratio, {"filter_length": 8}, _signals, _sdr_ref(8),
+         check=dict(reference_rtol=1e-6, reference_atol=1e-6)),
+    Case("signal_distortion_ratio-cg-zero_mean-f64", fm.signal_distortion_ratio,
+         {"filter_length": 6, "use_cg_iter": 8, "zero_mean": True, "load_diag": 1e-6},
+         lambda s: _signals(s, shape=(2,), dtype=torch.float64), _sdr_ref(6, True, 1e-6),
+         check=dict(reference_rtol=1e-5, reference_atol=1e-5)),
+]
+
+
+# ---------------------------------------------------------------- PIT (oracle: brute force over permutations)
+
+def _pit_ref(inner_ref, eval_func="max", mode="speaker-wise"):
+    import itertools
+
+    def ref(p, t):
+        best = []
+        for pi, ti in zip(p, t):
+            s = pi.shape[0]
+            scores = []
+            for perm in itertools.permutations(range(s)):
+                if mode == "speaker-wise":
+                    scores.append(np.mean([inner_ref(pi[j:j + 1], ti[i:i + 1]) for i, j in enumerate(perm)]))
+                else:
+                    scores.append(inner_ref(pi[list(perm)].unsqueeze(0), ti.unsqueeze(0)))
+            best.append(max(scores) if eval_func == "max" else min(scores))
+        return np.mean(best)
+    return ref
+
+
+def _speakers(s, dtype=torch.float32):
+    def batches(seed):
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for n in SIZES:
+            t = torch.randn(n, s, 32, generator=g, dtype=torch.float64)
+            perm = torch.argsort(torch.rand(n, s, generator=g), -1)
+            p = t[torch.arange(n)[:, None], perm] + 0.7 * torch.randn(n, s, 32, generator=g, dtype=torch.float64)
+            out.append((p.to(dtype), t.to(dtype)))
+        return out
+    return batches
+
+
+CASES += [
+    Case("permutation_invariant_training-si_snr-3spk", fm.permutation_invariant_training,
+         {"metric": fm.scale_invariant_signal_noise_ratio()}, _speakers(3), _pit_ref(_si_sdr_ref(True)), check=TOL),
+    Case("permutation_invariant_training-snr-min-2spk", fm.permutation_invariant_training,
+         {"metric": fm.signal_noise_ratio(), "eval_func": "min"}, _speakers(2, torch.float64),
+         _pit_ref(_snr_ref(), "min")),
+    Case("permutation_invariant_training-sa_sdr-permutation-wise", fm.permutation_invariant_training,
+         {"metric": fm.source_aggregated_signal_distortion_ratio(), "mode": "permutation-wise"}, _speakers(3),
+         _pit_ref(_sa_sdr_ref(), mode="permutation-wise"), check=TOL),
+]

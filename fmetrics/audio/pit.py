@@ -1,0 +1,203 @@
+"""`permutation_invariant_training` (a ``Metric -> Metric`` wrapper) and `pit_permutate`.
+
+For separation outputs ``(batch, speakers, ...)`` the wrapper scores every
+example under its best assignment of estimated to reference speakers and
+averages the best values over the stream. The inner metric is any audio
+metric of this package (or any `fmetrics.Metric` over ``(preds, target)``):
+its value on one example is its one-shot value on a batch of that example,
+computed for all examples, speaker pairs (or permutations) at once by
+``torch.func.vmap`` -- one batched kernel per operation instead of
+torchmetrics' Python loop over ``speakers^2`` calls.
+
+The best assignment is an exhaustive search over the ``S!`` permutations in
+torch (one gather and one max; traceable, no host sync) for ``S <= 8``; for
+more speakers ``speaker-wise`` mode uses the Hungarian algorithm
+(``scipy.optimize.linear_sum_assignment``) on the host, which syncs the device.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Literal, NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.audio._mean import check_bool, check_choice
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+
+__all__ = ["permutation_invariant_training", "pit_permutate"]
+
+EXHAUSTIVE_MAX = 8
+
+
+class PITState(NamedTuple):
+    total: torch.Tensor  # float64 (): sum of the best per-example values
+    count: torch.Tensor  # int64 (): examples
+
+
+class PITValues(NamedTuple):
+    values: tuple  # chunks of float64 (n,) best values
+    perms: tuple  # chunks of int64 (n, speakers) best permutations
+
+
+def _permutations(s: int, device) -> torch.Tensor:
+    return torch.tensor(list(itertools.permutations(range(s))), dtype=torch.int64, device=device).reshape(-1, s)
+
+
+def _one_value(metric: Metric):
+    def value(p, t):
+        out = metric.finalize(metric.update(metric.init(), p.unsqueeze(0), t.unsqueeze(0)))
+        return torch.as_tensor(out).to(accum_dtype(p.device)).mean()
+    return value
+
+
+def best_permutation(mtx: torch.Tensor, maximize: bool):
+    """``(best mean over speakers, best permutation)`` of a ``(batch, S, S)`` matrix ``mtx[b, target, pred]``."""
+    b, s = mtx.shape[:2]
+    if s <= EXHAUSTIVE_MAX:
+        perms = _permutations(s, mtx.device)  # (P, S)
+        # score[b, p] = mean_i mtx[b, i, perms[p, i]]
+        picked = mtx[:, torch.arange(s, device=mtx.device), perms]  # (B, P, S)
+        score = picked.mean(-1)
+        best, idx = score.max(-1) if maximize else score.min(-1)
+        return best, perms[idx]
+    from scipy.optimize import linear_sum_assignment
+
+    host = mtx.detach().cpu().numpy()
+    perm = torch.stack([torch.as_tensor(linear_sum_assignment(m, maximize)[1]) for m in host]).to(mtx.device)
+    perm = perm.reshape(b, s).to(torch.int64)
+    return torch.gather(mtx, 2, perm[:, :, None]).mean((-1, -2)), perm
+
+
+@factory
+def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wise", "permutation-wise"] = "speaker-wise",
+                                   eval_func: Literal["max", "min"] = "max", per_example: bool = False) -> Metric:
+    """Permutation-invariant training (PIT): ``metric`` under each example's best speaker assignment.
+
+    ``speaker-wise``: the ``S x S`` matrix ``M[i, j] = metric(preds[j], target[i])``
+    of one example is computed once and the best permutation ``pi`` maximizes
+    (``eval_func="max"``) or minimizes ``mean_i M[i, pi(i)]``.
+    ``permutation-wise``: ``metric(preds[pi], target)`` on the whole
+    ``(S, ...)`` example for every permutation (for metrics that couple the
+    speakers, e.g. SA-SDR). The value is the mean over examples of the best value.
+
+    Args:
+      metric: an `fmetrics.Metric` over ``(preds, target)`` whose value on a
+        batch of one example is that example's score, e.g.
+        ``fmetrics.scale_invariant_signal_noise_ratio()``.
+      mode: ``"speaker-wise"`` (default) or ``"permutation-wise"``.
+      eval_func: ``"max"`` (default: higher is better) or ``"min"``.
+      per_example: ``False`` (default): the mean of the best values;
+        ``True``: a tuple ``(best values (N,), best permutations (N, S))``,
+        torchmetrics' functional output (``preds[n, perm[n]]`` matches
+        ``target[n]``; see `pit_permutate`).
+
+    Inputs:
+      ``update(state, preds, target)``: tensors of one shape ``(batch,
+      speakers, ...)`` that ``metric`` accepts per speaker (``speaker-wise``)
+      or per example (``permutation-wise``).
+
+    Returns:
+      A float64 0-d tensor, or the per-example tuple.
+
+    Example::
+
+        >>> target = torch.tensor([[[1.0, 2.0, -1.0, 0.5], [0.0, -1.0, 1.0, 1.0]]])
+        >>> preds = torch.tensor([[[0.1, -0.9, 1.2, 0.9], [1.1, 2.0, -0.8, 0.4]]])
+        >>> pit = fmetrics.permutation_invariant_training(
+        ...     fmetrics.scale_invariant_signal_distortion_ratio(), per_example=True)
+        >>> pit(preds, target)
+        (tensor([18.2776], dtype=torch.float64), tensor([[1, 0]]))
+    """
+    name = "permutation_invariant_training"
+    if not isinstance(metric, Metric):
+        raise validation.fail(name, "metric", "a fmetrics.Metric", type(metric).__name__)
+    check_choice(name, "mode", mode, ("speaker-wise", "permutation-wise"))
+    check_choice(name, "eval_func", eval_func, ("max", "min"))
+    check_bool(name, "per_example", per_example)
+    maximize = eval_func == "max"
+    one = torch.func.vmap(_one_value(metric))
+
+    def best(preds, target):
+        for arg, x in (("preds", preds), ("target", target)):
+            if not isinstance(x, torch.Tensor) or x.dim() < 2:
+                raise validation.fail(name, arg, "a tensor of shape (batch, speakers, ...)",
+                                      tuple(getattr(x, "shape", ())) or type(x).__name__)
+        if preds.shape != target.shape:
+            raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
+        b, s = preds.shape[:2]
+        rest = preds.shape[2:]
+        if b == 0:  # static shape: no examples (vmap does not take empty batches)
+            return (torch.zeros(0, dtype=accum_dtype(preds.device), device=preds.device),
+                    torch.zeros(0, s, dtype=torch.int64, device=preds.device))
+        if mode == "speaker-wise":
+            # pairs[b, i, j] = (preds[b, j], target[b, i])
+            p = preds.unsqueeze(1).expand(b, s, s, *rest).reshape(b * s * s, *rest)
+            t = target.unsqueeze(2).expand(b, s, s, *rest).reshape(b * s * s, *rest)
+            mtx = one(p, t).reshape(b, s, s)
+            return best_permutation(mtx, maximize)
+        if s > EXHAUSTIVE_MAX:
+            raise validation.fail(name, "preds", f"at most {EXHAUSTIVE_MAX} speakers in permutation-wise mode",
+                                  f"{s} speakers")
+        perms = _permutations(s, preds.device)
+        n_p = perms.shape[0]
+        p = preds[:, perms].reshape(b * n_p, s, *rest)
+        t = target.unsqueeze(1).expand(b, n_p, s, *rest).reshape(b * n_p, s, *rest)
+        score = one(p, t).reshape(b, n_p)
+        value, idx = score.max(-1) if maximize else score.min(-1)
+        return value, perms[idx]
+
+    if per_example:
+        def init():
+            return PITValues((), ())
+
+        def update(state, preds, target):
+            value, perm = best(preds, target)
+            return PITValues((value.to(accum_dtype(value.device)),), (perm,))
+
+        def finalize(state):
+            dev_perm = torch.zeros(0, 0, dtype=torch.int64)
+            return cat_chunks(state.values, torch.zeros(0, dtype=accum_dtype())), cat_chunks(state.perms, dev_perm)
+
+        tags = PITValues(values="cat", perms="cat")
+    else:
+        def init():
+            return PITState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64))
+
+        def update(state, preds, target):
+            value, _ = best(preds, target)
+            return PITState(state.total + value.sum(dtype=state.total.dtype), state.count + value.numel())
+
+        def finalize(state):
+            return state.total / state.count
+
+        tags = PITState(total="sum", count="sum")
+    key = None if metric.state_key is None else (name, metric.state_key, mode, eval_func, per_example)
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
+                  name=f"{name}({metric.name})", state_key=key, reductions=tags, higher_is_better=maximize,
+                  is_differentiable=metric.is_differentiable, bounds=metric.bounds)
+
+
+def pit_permutate(preds: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """``preds`` reordered by the best permutations: ``out[b, i] = preds[b, perm[b, i]]``.
+
+    Args:
+      preds: ``(batch, speakers, ...)``.
+      perm: int64 ``(batch, speakers)``, e.g. from
+        ``permutation_invariant_training(..., per_example=True)``.
+
+    Example::
+
+        >>> pit_permutate(torch.tensor([[[1.0], [2.0]]]), torch.tensor([[1, 0]]))
+        tensor([[[2.],
+                 [1.]]])
+    """
+    if not isinstance(preds, torch.Tensor) or preds.dim() < 2:
+        raise validation.fail("pit_permutate", "preds", "a tensor of shape (batch, speakers, ...)")
+    if not isinstance(perm, torch.Tensor) or tuple(perm.shape) != tuple(preds.shape[:2]):
+        raise validation.fail("pit_permutate", "perm", f"an integer tensor of shape {tuple(preds.shape[:2])}",
+                              tuple(getattr(perm, "shape", ())))
+    rows = torch.arange(preds.shape[0], device=preds.device).unsqueeze(1)
+    return preds[rows, perm]
