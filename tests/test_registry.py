@@ -3,10 +3,10 @@ import inspect
 
 import fmetrics
 from fmetrics import aggregation, classification, detection, regression, retrieval, segmentation, wrappers
-from fmetrics import text
+from fmetrics import audio, text
 from tests.cases import all_cases
 
-DOMAINS = (aggregation, classification, regression, retrieval, text, detection, segmentation, wrappers)
+DOMAINS = (aggregation, classification, regression, retrieval, text, detection, segmentation, audio, wrappers)
 
 
 def _factories():
@@ -14,7 +14,7 @@ def _factories():
     for module in DOMAINS:
         for name in module.__all__:
             obj = getattr(module, name)
-            if inspect.isfunction(obj):
+            if inspect.isfunction(obj) and getattr(obj, "__fmetrics_factory__", False):  # not helpers (pit_permutate)
                 out[f"{obj.__module__}.{obj.__qualname__}"] = name
     return out
 
