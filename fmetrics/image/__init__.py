@@ -1,0 +1,35 @@
+"""Image metrics (torchmetrics' functional names and options).
+
+Full-reference quality metrics keep float64 sums and counts (sum-mergeable);
+SSIM-type metrics filter the five local moments in one separable pass with
+"valid" borders (Wang et al.; scikit-image, pytorch-msssim). Feature-based
+metrics (FID, KID, IS, MiFID, LPIPS) take their network as a parameter of the
+metric; see docs/image.md.
+"""
+from fmetrics.image.misc import image_gradients, total_variation, visual_information_fidelity
+from fmetrics.image.psnr import peak_signal_noise_ratio, peak_signal_noise_ratio_with_blocked_effect
+from fmetrics.image.spectral import (error_relative_global_dimensionless_synthesis, quality_with_no_reference,
+                                     relative_average_spectral_error,
+                                     root_mean_squared_error_using_sliding_window, spatial_correlation_coefficient,
+                                     spatial_distortion_index, spectral_angle_mapper, spectral_distortion_index)
+from fmetrics.image.ssim import (multiscale_structural_similarity_index_measure,
+                                 structural_similarity_index_measure, universal_image_quality_index)
+
+__all__ = [
+    "error_relative_global_dimensionless_synthesis",
+    "image_gradients",
+    "multiscale_structural_similarity_index_measure",
+    "peak_signal_noise_ratio",
+    "peak_signal_noise_ratio_with_blocked_effect",
+    "quality_with_no_reference",
+    "relative_average_spectral_error",
+    "root_mean_squared_error_using_sliding_window",
+    "spatial_correlation_coefficient",
+    "spatial_distortion_index",
+    "spectral_angle_mapper",
+    "spectral_distortion_index",
+    "structural_similarity_index_measure",
+    "total_variation",
+    "universal_image_quality_index",
+    "visual_information_fidelity",
+]
