@@ -5,6 +5,7 @@ Every metric averages a per-example value over the stream (a float64 sum and
 an int64 count, sum-mergeable); ``per_example=True`` returns the values
 instead.
 """
+from fmetrics.audio.pesq import perceptual_evaluation_speech_quality
 from fmetrics.audio.pit import permutation_invariant_training, pit_permutate
 from fmetrics.audio.sdr import signal_distortion_ratio
 from fmetrics.audio.snr import (
@@ -17,6 +18,7 @@ from fmetrics.audio.snr import (
 
 __all__ = [
     "complex_scale_invariant_signal_noise_ratio",
+    "perceptual_evaluation_speech_quality",
     "permutation_invariant_training",
     "pit_permutate",
     "scale_invariant_signal_distortion_ratio",
