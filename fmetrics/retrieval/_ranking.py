@@ -7,9 +7,9 @@ sorted: rows with equal keys are interchangeable, and every per-row quantity
 is decoded from the sorted keys. Otherwise one stable sort per key
 (`sort_rows`) gives the row order. Per-query quantities are segment sums over
 that order (differences of a cumulative sum), so nothing loops over queries.
-``ranking(state, ignore_index)`` caches the last result while that state
-lives, so the retrieval metrics of one `fmetrics.collection` finalize over
-one grouping.
+`rank(state, ignore_index)` builds it; the retrieval family's shared step
+(`fmetrics.Family`) calls it once per state, so the retrieval metrics of one
+`fmetrics.collection` finalize over one grouping.
 
 Ties (equal scores within a query) are broken pessimistically: the sort puts
 a tie's non-relevant rows first, so a constant score never earns credit. The
@@ -18,7 +18,6 @@ gains over it (torchmetrics' rule) and AUROC gives tied pairs half credit.
 """
 from __future__ import annotations
 
-import weakref
 from functools import cached_property
 from typing import Optional
 
@@ -27,7 +26,7 @@ import torch
 
 from fmetrics import _keys
 from fmetrics.retrieval._state import RetrievalState
-from fmetrics.state import cat_chunks, leaves
+from fmetrics.state import cat_chunks
 
 def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.Tensor] = None):
     """Rows ordered by (group ascending, value descending), rows flagged ``last`` after the others of a tie.
@@ -239,35 +238,14 @@ class Ranking:
         return self.per_query(self.relevant)  # cumsum of bool counts in int64
 
 
-# The last grouping, for metrics finalizing the same state: (fingerprint, weak refs to the leaves, ranking).
-# It lives only as long as every leaf of that state does (a weakref callback drops it).
-_LAST: list = []
+def rank(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
+    """The `Ranking` of a state's rows (rows whose target equals ``ignore_index`` dropped).
 
-
-def _fingerprint(state: RetrievalState, ignore_index: Optional[int]) -> tuple:
-    parts: list = [ignore_index]
-    for x in leaves(state):
-        parts.append(id(x))
-        try:
-            parts.append(x._version)
-        except RuntimeError:  # inference tensors carry no version counter
-            pass
-    return tuple(parts)
-
-
-def _forget(ref) -> None:
-    entry = next(iter(_LAST), None)
-    if entry is not None and any(r is ref for r in entry[1]):
-        _LAST.clear()
-
-
-def ranking(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
-    """The `Ranking` of a state's rows (rows whose target equals ``ignore_index`` dropped); cached."""
-    fp = _fingerprint(state, ignore_index)
-    entry = next(iter(_LAST), None)  # read once: another thread or a weakref callback may replace it
-    if entry is not None and entry[0] == fp and all(r() is not None for r in entry[1]):
-        return entry[2]
-    device = state.negative_indexes.device
+    Computed afresh on each call (no cache): the family's shared step calls it
+    once per state, and a `fmetrics.collection` runs that step once for all
+    its retrieval members.
+    """
+    device = state.bad_index.count.device
     preds, target, indexes = state.preds, state.target, state.indexes
     if ignore_index is not None or not preds:
         preds = cat_chunks(preds, torch.empty(0, device=device))
@@ -277,6 +255,4 @@ def ranking(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:
             keep = target != ignore_index
             preds, target, indexes = preds[keep], target[keep], indexes[keep]
         preds, target, indexes = (preds,), (target,), (indexes,)
-    result = Ranking(preds, target, indexes, int(state.non_binary_targets) == 0)
-    _LAST[:] = [(fp, [weakref.ref(x, _forget) for x in leaves(state)], result)]
-    return result
+    return Ranking(preds, target, indexes, binary=int(state.non_binary.count) == 0)

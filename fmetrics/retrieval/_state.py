@@ -1,9 +1,19 @@
-"""The state every retrieval metric shares: the rows seen, as chunks, plus value-rule counts.
+"""The state every retrieval metric shares: the rows seen, as chunks, plus the value-rule records.
 
 ``update(state, preds, target, indexes)`` appends one chunk per argument (O(1),
-no host sync); grouping by query happens once, in `finalize` (see `_ranking`).
-All retrieval metrics with the same ``ignore_index`` have the same state key,
-so a `fmetrics.collection` of them runs one update per batch.
+no host sync; the chunks are copies, so a refilled input buffer never changes
+the state); grouping by query happens once, in the family's shared step
+(`fmetrics.retrieval._base`). All retrieval metrics with one ``ignore_index``
+have one state key, so a `fmetrics.collection` of them runs one update per
+batch and ranks once.
+
+Value rules (docs/retrieval.md, "Invalid input"): every metric needs query ids
+``>= 0``, scores that are not NaN and relevance targets that are finite and
+``>= 0``; the binary-relevance metrics (all but NDCG) also need targets in
+``{0, 1}``. Rows whose target equals ``ignore_index`` are exempt. On CPU in
+eager mode ``check`` raises at once, quoting the offending values; otherwise
+`update` records them (`fmetrics.validation.Invalid`: count, first value,
+update call) and `finalize` raises naming the first one.
 """
 from __future__ import annotations
 
@@ -12,33 +22,39 @@ from typing import NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.state import merge_fields
+from fmetrics.validation import Invalid, invalid_flag, invalid_init, invalid_merge
 
 
 class RetrievalState(NamedTuple):
-    preds: tuple  # float chunks, flattened
+    preds: tuple  # float chunks, flattened (copies of the inputs)
     target: tuple  # bool / integer / float chunks, flattened
     indexes: tuple  # int64 chunks, flattened
-    negative_indexes: torch.Tensor  # int64: rows with a query id < 0
-    non_binary_targets: torch.Tensor  # int64: kept rows whose target is not 0 or 1
-    nan_preds: torch.Tensor  # int64: rows whose score is NaN
+    bad_index: Invalid  # rows with a query id < 0
+    bad_pred: Invalid  # rows whose score is NaN
+    bad_target: Invalid  # rows whose target is negative, infinite or NaN (ignored rows exempt)
+    non_binary: Invalid  # rows whose target is not 0 or 1 (ignored rows exempt); binary metrics only
 
+
+RULE_INDEX = "`indexes` (query ids) must be >= 0"
+RULE_PRED = "`preds` must not be NaN"
+RULE_TARGET = "`target` (relevance) must be finite and >= 0"
+RULE_BINARY = "`target` must be binary (0 or 1) for this metric"
 
 TAGS = RetrievalState(preds="cat", target="cat", indexes="cat",
-                      negative_indexes="sum", non_binary_targets="sum", nan_preds="sum")
-merge = merge_fields(TAGS)
-
-
-def state_key(ignore_index: Optional[int]) -> tuple:
-    return ("retrieval", ignore_index)
+                      bad_index=None, bad_pred=None, bad_target=None, non_binary=None)
 
 
 def init() -> RetrievalState:
-    zero = torch.zeros((), dtype=torch.int64)
-    return RetrievalState((), (), (), zero, zero.clone(), zero.clone())
+    return RetrievalState((), (), (), invalid_init(), invalid_init(), invalid_init(), invalid_init())
 
 
-def _check_inputs(name: str, preds, target, indexes) -> None:
+def merge(a: RetrievalState, b: RetrievalState) -> RetrievalState:
+    return RetrievalState(a.preds + b.preds, a.target + b.target, a.indexes + b.indexes,
+                          *(invalid_merge(x, y) for x, y in zip(a[3:], b[3:])))
+
+
+def check_inputs(name: str, preds, target, indexes) -> None:
+    """Metadata checks (types, dtypes, shapes): free, so always eager."""
     if indexes is None:
         raise validation.fail(name, "indexes", "a tensor of query ids, one per row of `preds`", "None")
     for arg, x in (("preds", preds), ("target", target), ("indexes", indexes)):
@@ -55,47 +71,79 @@ def _check_inputs(name: str, preds, target, indexes) -> None:
                               f"{tuple(preds.shape)}, {tuple(target.shape)} and {tuple(indexes.shape)}")
 
 
-def _non_binary(t: torch.Tensor, ignore_index: Optional[int]) -> torch.Tensor:
-    """Nonzero where a target is not 0 or 1 (nor ``ignore_index``).
+def _kept(t: torch.Tensor, ignore_index: Optional[int]):
+    """Rows the rules apply to: all, or those whose target is not ``ignore_index``."""
+    return None if ignore_index is None else t != ignore_index
+
+
+def _bad_target(t: torch.Tensor, kept) -> torch.Tensor:
+    """Targets that are negative, infinite or NaN."""
+    if t.dtype == torch.bool:
+        bad = torch.zeros_like(t)
+    elif t.is_floating_point():
+        bad = ~((t >= 0) & (t < float("inf")))  # NaN fails both comparisons
+    else:
+        bad = t < 0
+    return bad if kept is None else bad & kept
+
+
+def _non_binary(t: torch.Tensor, kept) -> torch.Tensor:
+    """Targets that are not 0 or 1.
 
     Integer targets take one op, ``t >> 1`` (0 exactly for 0 and 1; negative
     values stay negative): ~2.5x faster than two comparisons on a 10^4-row batch.
     """
     if t.dtype == torch.bool:
-        out = torch.zeros_like(t)
+        bad = torch.zeros_like(t)
     elif t.is_floating_point():
-        out = (t != 0) & (t != 1)
+        bad = (t != 0) & (t != 1)
     else:
-        out = t >> 1
-    return out if ignore_index is None else (out != 0) & (t != ignore_index)
+        bad = (t >> 1) != 0
+    return bad if kept is None else bad & kept
+
+
+def make_check(name: str, ignore_index: Optional[int], binary: bool):
+    """The eager check (CPU tensors, eager mode): raises at once, quoting the offending values."""
+
+    def check(preds, target, indexes=None) -> None:
+        check_inputs(name, preds, target, indexes)
+        p, t, q = preds.detach().reshape(-1), target.detach().reshape(-1), indexes.detach().reshape(-1)
+        kept = _kept(t, ignore_index)
+        rules = [(RULE_INDEX, q < 0, q), (RULE_PRED, torch.isnan(p), p), (RULE_TARGET, _bad_target(t, kept), t)]
+        if binary:
+            rules.append((RULE_BINARY, _non_binary(t, kept), t))
+        for rule, bad, values in rules:
+            if bool(bad.any()):
+                raise ValueError(f"{name}: {rule}; found {validation.quote(values[bad])}"
+                                 + ("" if ignore_index is None else f" (rows with target {ignore_index} are ignored)"))
+
+    return check
 
 
 def make_update(name: str, ignore_index: Optional[int]):
-    """``update(state, preds, target, indexes)``: checks metadata eagerly, counts value rules."""
+    """``update(state, preds, target, indexes)``: checks metadata eagerly, records the value rules."""
 
     def update(state: RetrievalState, preds, target, indexes=None) -> RetrievalState:
-        _check_inputs(name, preds, target, indexes)
-        p = preds.detach().reshape(-1)
-        t = target.detach().reshape(-1)
-        q = indexes.detach().reshape(-1).to(torch.int64)
+        check_inputs(name, preds, target, indexes)
+        # copies (never views of the caller's buffers) and no autograd graph
+        p = preds.detach().reshape(-1).clone()
+        t = target.detach().reshape(-1).clone()
+        q = indexes.detach().reshape(-1).to(torch.int64, copy=True)
+        kept = _kept(t, ignore_index)
         return RetrievalState(
             state.preds + (p,),
             state.target + (t,),
             state.indexes + (q,),
-            state.negative_indexes + torch.count_nonzero(q < 0),
-            state.non_binary_targets + torch.count_nonzero(_non_binary(t, ignore_index)),
-            state.nan_preds + torch.count_nonzero(torch.isnan(p)),
+            invalid_flag(state.bad_index, q < 0, q),
+            invalid_flag(state.bad_pred, torch.isnan(p), p),
+            invalid_flag(state.bad_target, _bad_target(t, kept), t),
+            invalid_flag(state.non_binary, _non_binary(t, kept), t),
         )
 
     return update
 
 
-def report(name: str, state: RetrievalState, binary: bool) -> None:
-    """Raises for broken value rules (graded metrics accept any target value)."""
-    counts = {
-        "`indexes` (query ids) must be >= 0": state.negative_indexes,
-        "`preds` must not be NaN": state.nan_preds,
-    }
-    if binary:
-        counts["`target` must be binary (0 or 1) for this metric"] = state.non_binary_targets
-    validation.report(name, counts, "error")
+def report(name: str, state: RetrievalState) -> None:
+    """Raises in `finalize` for the rules every retrieval metric has (query ids, NaN scores, targets)."""
+    for rule, inv in ((RULE_INDEX, state.bad_index), (RULE_PRED, state.bad_pred), (RULE_TARGET, state.bad_target)):
+        validation.invalid_report(name, rule, inv)

@@ -7,25 +7,38 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, segment_sum
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_auroc(*, 
+@_base.document
+def retrieval_auroc(
+    *,
     top_k: Optional[int] = None,
     max_fpr: Optional[float] = None,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
     """ROC AUC per query over its top ``k`` rows, aggregated over queries.
 
     ``AUC = P(s_pos > s_neg) + P(s_pos = s_neg) / 2`` over the relevant / non-relevant
     pairs among the top ``k`` rows (0 if those lack either class). With
     ``max_fpr``, the McClish-standardized partial AUC up to that false positive
-    rate (as scikit-learn and torchmetrics).
+    rate (as scikit-learn and torchmetrics). Tied scores give half credit.
+
+    Args:
+      top_k: only the ``k`` highest-scored rows of each query count (a positive int);
+        ``None`` (default): all rows.
+      max_fpr: ``None`` (default): the full area; a float in (0, 1]: the standardized partial
+        area up to that false positive rate.
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -68,5 +81,5 @@ def retrieval_auroc(*,
             area = 0.5 * (1 + (area - min_area) / (max_area - min_area))
         return torch.where((num_pos > 0) & (num_neg > 0), area, torch.zeros_like(area))
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)

@@ -6,17 +6,19 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_map(*, 
+@_base.document
+def retrieval_map(
+    *,
     top_k: Optional[int] = None,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
     """Average precision per query, aggregated over queries (MAP).
 
@@ -25,10 +27,21 @@ def retrieval_map(*,
     retrieved, as in torchmetrics) and ``P@(i+1)`` the precision at that rank;
     0 when ``H`` is empty. Note the divisor is ``|H|``, not the number of
     relevant rows (trec_eval's ``map_cut_k`` differs; see docs/retrieval.md).
+    Tied scores rank the non-relevant rows first (pessimistic).
+
+    Args:
+      top_k: only the ``k`` highest-scored rows of each query count (a positive int);
+        ``None`` (default): all rows.
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
-        >>> fmetrics.retrieval_map()(torch.tensor([.2, .3, .5]), torch.tensor([1, 0, 1]), torch.tensor([0, 0, 0]))
+        >>> m = fmetrics.retrieval_map()
+        >>> m(torch.tensor([.2, .3, .5]), torch.tensor([1, 0, 1]), torch.tensor([0, 0, 0]))
         tensor(0.8333, dtype=torch.float64)
     """
     name = "retrieval_map"
@@ -39,8 +52,8 @@ def retrieval_map(*,
         precision = n.to(torch.float64) / (rank + 1)  # at the n-th hit of its query
         return _base.ratio(r.scatter(query, precision), r.scatter(query, torch.ones_like(n)))
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)
 
 
 retrieval_average_precision = retrieval_map  # torchmetrics' functional name

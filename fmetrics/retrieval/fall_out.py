@@ -6,22 +6,32 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_fall_out(*, 
+@_base.document
+def retrieval_fall_out(
+    *,
     top_k: Optional[int] = None,
-    empty_target_action: str = "pos",
+    empty_target_action: _base.EmptyAction = "pos",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
-    """``|{i < k: not relevant}| / |non-relevant rows|`` per query (lower is better).
+    """Fall-out: ``|{i < k: not relevant}| / |non-relevant rows|`` per query, aggregated (lower is better).
 
     ``empty_target_action`` applies to queries with no *non-relevant* row
     (default ``"pos"``: they count as 1, as in torchmetrics).
+
+    Args:
+      top_k: the cutoff ``k`` (a positive int); ``None`` (default): all rows.
+      <COMMON-FALLOUT>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -36,5 +46,5 @@ def retrieval_fall_out(*,
         false_hits = r.per_query((~r.relevant & _base.cutoff(r, top_k)).to(torch.int64))
         return _base.ratio(false_hits, r.sizes - r.num_relevant)
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation, empty_when="non-relevant")
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation, empty_when="non-relevant", higher_is_better=False)

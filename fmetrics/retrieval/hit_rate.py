@@ -6,19 +6,29 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_hit_rate(*, 
+@_base.document
+def retrieval_hit_rate(
+    *,
     top_k: Optional[int] = None,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
-    """``1`` if some row ranked ``i < k`` is relevant, else ``0``, per query; aggregated over queries.
+    """Hit rate: ``1`` if some row ranked ``i < k`` is relevant, else ``0``, per query; aggregated over queries.
+
+    Args:
+      top_k: the cutoff ``k`` (a positive int); ``None`` (default): all rows.
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -32,5 +42,5 @@ def retrieval_hit_rate(*,
     def per_query(r: Ranking) -> torch.Tensor:
         return (r.per_query((r.relevant & _base.cutoff(r, top_k)).to(torch.int64)) > 0).to(torch.float64)
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)

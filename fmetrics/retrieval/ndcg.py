@@ -6,9 +6,9 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking, positions, sort_rows
-from fmetrics.recipe import factory
 
 
 def _discount_table(r: Ranking, top_k: Optional[int]) -> torch.Tensor:
@@ -50,10 +50,10 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
         count = torch.zeros(r.num_queries * levels, dtype=torch.int64, device=rows.device)
         at_least = count.index_add(0, slot, torch.ones_like(slot)).reshape(-1, levels).flip(1).cumsum(1)
         return cumulative[at_least.clamp(max=discount.shape[0] - 1)].sum(1)
-    # other gains: sort the rows by (query, gain descending); zero gains add nothing, and
-    # without negative gains only the positive rows need sorting
+    # other gains: sort the positive rows by (query, gain descending); zero gains add nothing
+    # (targets are >= 0: the validation rule)
     t = r.gains
-    rows = positions(t > 0) if bool((t >= 0).all()) else torch.arange(r.n, device=t.device)
+    rows = positions(t > 0)
     order = sort_rows(t[rows], r.query[rows])[0]
     query, gain = r.query[rows][order], t[rows][order]
     new = torch.ones_like(query, dtype=torch.bool)
@@ -65,11 +65,13 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
 
 
 @factory
-def retrieval_normalized_dcg(*, 
+@_base.document
+def retrieval_normalized_dcg(
+    *,
     top_k: Optional[int] = None,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
     """Normalized discounted cumulative gain per query, aggregated over queries.
 
@@ -77,7 +79,16 @@ def retrieval_normalized_dcg(*,
     rank ``i``, gain ``g_i`` = the target, graded relevance allowed);
     ``NDCG@k = DCG@k / IDCG@k``, IDCG being the DCG of the targets sorted
     descending (0 when IDCG is 0). Tied scores share the mean gain of their tie
-    group (torchmetrics' rule). ``update(state, preds, target, indexes)``.
+    group (torchmetrics' rule).
+
+    Args:
+      top_k: only the ``k`` highest-scored rows of each query count, in DCG and IDCG (a
+        positive int); ``None`` (default): all rows.
+      <COMMON>
+
+    <INPUTS-GRADED>
+
+    <RETURNS>
 
     Example::
 
@@ -94,5 +105,5 @@ def retrieval_normalized_dcg(*,
         idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation, binary=False)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation, binary=False)

@@ -6,24 +6,35 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_precision(*, 
+@_base.document
+def retrieval_precision(
+    *,
     top_k: Optional[int] = None,
     adaptive_k: bool = False,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
     """Fraction of the top ``k`` rows that are relevant (and scored > 0), aggregated over queries.
 
     ``P@k = |{i < k: relevant, score > 0}| / k``; ``k`` is the query's row count
     when ``top_k`` is None, and with ``adaptive_k`` a query with fewer than
     ``top_k`` rows uses its row count.
+
+    Args:
+      top_k: the cutoff ``k`` (a positive int); ``None`` (default): each query's row count.
+      adaptive_k: ``True`` divides by ``min(k, rows of the query)``; ``False`` (default) by ``k``.
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -45,5 +56,5 @@ def retrieval_precision(*,
             k = torch.full_like(r.sizes, top_k)
         return _base.ratio(hits, k)
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)

@@ -6,18 +6,27 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_r_precision(*, 
-    empty_target_action: str = "neg",
+@_base.document
+def retrieval_r_precision(
+    *,
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
-    """``|{i < R: relevant}| / R`` per query, ``R`` its number of relevant rows; aggregated over queries.
+    """R-precision: ``|{i < R: relevant}| / R`` per query, ``R`` its number of relevant rows; aggregated over queries.
+
+    Args:
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -31,5 +40,5 @@ def retrieval_r_precision(*,
         hits = r.per_query((r.relevant & (r.rank < r.num_relevant.index_select(0, r.query))).to(torch.int64))
         return _base.ratio(hits, r.num_relevant)
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)

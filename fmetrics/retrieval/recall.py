@@ -6,21 +6,31 @@ from typing import Optional
 import torch
 
 from fmetrics.metric import Metric
+from fmetrics.recipe import factory
 from fmetrics.retrieval import _base
 from fmetrics.retrieval._ranking import Ranking
-from fmetrics.recipe import factory
 
 
 @factory
-def retrieval_recall(*, 
+@_base.document
+def retrieval_recall(
+    *,
     top_k: Optional[int] = None,
-    empty_target_action: str = "neg",
+    empty_target_action: _base.EmptyAction = "neg",
     ignore_index: Optional[int] = None,
-    aggregation="mean",
+    aggregation: _base.Aggregation = "mean",
 ) -> Metric:
-    """Fraction of a query's relevant rows found in its top ``k`` (with score > 0).
+    """Fraction of a query's relevant rows found in its top ``k`` (with score > 0), aggregated over queries.
 
     ``R@k = |{i < k: relevant, score > 0}| / |relevant rows of the query|``.
+
+    Args:
+      top_k: the cutoff ``k`` (a positive int); ``None`` (default): all rows.
+      <COMMON>
+
+    <INPUTS>
+
+    <RETURNS>
 
     Example::
 
@@ -35,5 +45,5 @@ def retrieval_recall(*,
         hits = r.per_query((r.relevant & r.retrieved & _base.cutoff(r, top_k)).to(torch.int64))
         return _base.ratio(hits, r.num_relevant)
 
-    return _base.build(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
-                       aggregation=aggregation)
+    return _base.member(name, per_query, empty_target_action=empty_target_action, ignore_index=ignore_index,
+                        aggregation=aggregation)
