@@ -1,0 +1,212 @@
+"""Intrinsic clustering scores: Calinski-Harabasz, Davies-Bouldin, Dunn (data and labels, no ground truth).
+
+* Calinski-Harabasz: ``CH = [B / (k - 1)] / [W / (N - k)]`` with between- and
+  within-cluster dispersions ``B = sum_k n_k |c_k - c|^2`` and
+  ``W = sum_k sum_{x in k} |x - c_k|^2``; 1.0 when ``W = 0`` (scikit-learn).
+  With ``num_clusters`` given, the state is per-cluster counts, sums and sums
+  of squared norms in float64: sum-mergeable, O(K D) memory. Without it, the
+  points are kept and both dispersions are computed in two passes.
+* Davies-Bouldin: ``DB = mean_i max_{j != i} (s_i + s_j) / |c_i - c_j|`` with
+  ``s_i`` the mean distance of cluster i's points to its centroid. ``s_i`` needs
+  the centroid first, so the points are kept (chunks).
+* Dunn: ``min_{i<j} |c_i - c_j|_p / max_i max_{x in i} |x - c_i|_p``
+  (torchmetrics' centroid form); the points are kept.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple, Optional
+
+import torch
+
+from fmetrics import validation
+from fmetrics.clustering._points import PointState, centroids, check_points, joined, points_update
+from fmetrics.family import Family
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+
+__all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
+
+
+class MomentState(NamedTuple):
+    count: torch.Tensor  # int64 [K]
+    total: torch.Tensor  # float64 [K, D]
+    sq: torch.Tensor     # float64 [K]: sum of squared norms
+    invalid: validation.Invalid
+
+
+def _points_family(name: str) -> Family:
+    return Family(name=f"cluster_points_{name}", key=(), init=lambda: PointState((), ()), update=points_update(name),
+                  reductions=PointState(data="cat", labels="cat"), shared=lambda s: joined(s))
+
+
+def _ch_value(counts: torch.Tensor, sums: torch.Tensor, within: torch.Tensor) -> torch.Tensor:
+    present = counts > 0
+    counts, sums = counts[present], sums[present]
+    n, k = float(counts.sum()), int(counts.numel())
+    if k < 2 or n <= k:
+        warnings.warn(f"calinski_harabasz_score: needs 2 <= clusters < samples, got {k} clusters and {int(n)} "
+                      "samples; the value is NaN", UserWarning, stacklevel=4)
+        return torch.tensor(float("nan"), dtype=torch.float64)
+    mean = sums.sum(0) / n
+    between = float((counts * ((sums / counts[:, None] - mean) ** 2).sum(1)).sum())
+    w = float(within)
+    if w == 0.0:
+        return torch.tensor(1.0, dtype=torch.float64)
+    return torch.tensor(between * (n - k) / (w * (k - 1.0)), dtype=torch.float64)
+
+
+@factory
+def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
+    """Calinski-Harabasz index: between- over within-cluster dispersion, scaled by degrees of freedom.
+
+    Args:
+      num_clusters: ``None`` (default) keeps the points (any integer labels);
+        an int ``K`` keeps per-cluster counts, sums and sums of squared norms
+        (float64, sum-mergeable; labels must be in ``[0, K)``).
+
+    Inputs:
+      ``update(state, data, labels)``: points ``(N, D)`` float and their cluster labels ``(N,)`` integer.
+
+    Returns:
+      A float64 scalar >= 0 (NaN with a warning for fewer than 2 clusters).
+
+    Example::
+
+        >>> data = torch.tensor([[0., 0.], [0., 1.], [4., 0.], [4., 1.]])
+        >>> fmetrics.calinski_harabasz_score()(data, torch.tensor([0, 0, 1, 1]))
+        tensor(32., dtype=torch.float64)
+    """
+    name = "calinski_harabasz_score"
+    if num_clusters is None:
+        def finish(prepared):
+            data, ids, k = prepared
+            if k == 0:
+                return _ch_value(torch.zeros(0, dtype=torch.float64), torch.zeros(0, 0, dtype=torch.float64), 0.0)
+            counts, cents = centroids(data, ids, k)
+            within = ((data - cents[ids]) ** 2).sum()
+            return _ch_value(counts, cents * counts[:, None], within)
+
+        return _points_family(name).metric(name, finish, higher_is_better=True, bounds=(0.0, None))
+
+    if isinstance(num_clusters, bool) or not isinstance(num_clusters, int) or num_clusters < 1:
+        raise validation.fail(name, "num_clusters", "a positive int or None", repr(num_clusters))
+    k = num_clusters
+
+    def init():
+        return MomentState(torch.zeros(k, dtype=torch.int64), torch.zeros(k, 0, dtype=torch.float64),
+                           torch.zeros(k, dtype=torch.float64), validation.invalid_init())
+
+    def update(state, data, labels):
+        check_points(name, data, labels)
+        x = data.detach().to(torch.float64)
+        bad = (labels < 0) | (labels >= k)
+        ids = torch.where(bad, torch.zeros_like(labels), labels).to(torch.int64)
+        w = (~bad).to(torch.float64)
+        total = state.total if state.total.shape[1] == x.shape[1] else state.total.new_zeros(k, x.shape[1])
+        return MomentState(state.count.index_add(0, ids, (~bad).to(torch.int64)),
+                           total.index_add(0, ids, x * w[:, None]),
+                           state.sq.index_add(0, ids, (x * x).sum(1) * w),
+                           validation.invalid_flag(state.invalid, bad, labels))
+
+    def merge(a, b):
+        ta = a.total if a.total.shape[1] else b.total.new_zeros(b.total.shape)
+        tb = b.total if b.total.shape[1] else a.total.new_zeros(a.total.shape)
+        return MomentState(a.count + b.count, ta + tb, a.sq + b.sq, validation.invalid_merge(a.invalid, b.invalid))
+
+    def check(data, labels):
+        check_points(name, data, labels)
+        bad = (labels < 0) | (labels >= k)
+        if bool(bad.any()):
+            raise ValueError(f"{name}: labels must be in [0, {k}) (num_clusters={k}); "
+                             f"found {validation.quote(labels[bad])}")
+
+    def finish(s: MomentState):
+        validation.invalid_report(name, f"labels in [0, {k})", s.invalid)
+        counts = s.count.to(torch.float64)
+        present = counts > 0
+        within = (s.sq[present] - (s.total[present] ** 2).sum(1) / counts[present]).sum() if s.total.shape[1] else 0.0
+        return _ch_value(counts, s.total if s.total.shape[1] else torch.zeros(k, 1, dtype=torch.float64), within)
+
+    fam = Family(name="cluster_moments", key=(k,), init=init, update=update, merge=merge, check=check,
+                 reductions=MomentState(count="sum", total=None, sq="sum", invalid=None))
+    return fam.metric(name, finish, higher_is_better=True, bounds=(0.0, None))
+
+
+@factory
+def davies_bouldin_score() -> Metric:
+    """Davies-Bouldin index: the mean over clusters of the worst similarity to another cluster (lower is better).
+
+    ``DB = mean_i max_{j != i} (s_i + s_j) / |c_i - c_j|``; 0.0 when all
+    clusters are points or all centroids coincide (scikit-learn).
+
+    Inputs:
+      ``update(state, data, labels)``: points ``(N, D)`` float and cluster labels ``(N,)`` integer.
+
+    Returns:
+      A float64 scalar >= 0 (NaN with a warning for fewer than 2 clusters).
+
+    Example::
+
+        >>> data = torch.tensor([[0., 0.], [0., 2.], [4., 0.], [4., 2.]])
+        >>> fmetrics.davies_bouldin_score()(data, torch.tensor([0, 0, 1, 1]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "davies_bouldin_score"
+
+    def finish(prepared):
+        data, ids, k = prepared
+        if k < 2:
+            warnings.warn(f"{name}: needs at least 2 clusters, got {k}; the value is NaN", UserWarning, stacklevel=3)
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        counts, cents = centroids(data, ids, k)
+        dist = torch.linalg.vector_norm(data - cents[ids], dim=1)
+        intra = torch.zeros(k, dtype=torch.float64).index_add_(0, ids, dist) / counts
+        between = torch.cdist(cents, cents)
+        if bool(torch.all(intra == 0)) or bool(torch.all(between == 0)):
+            return torch.tensor(0.0, dtype=torch.float64)
+        between = torch.where(between == 0, torch.full_like(between, float("inf")), between)
+        score = (intra[:, None] + intra[None, :]) / between
+        return score.max(dim=1).values.mean()
+
+    return _points_family(name).metric(name, finish, higher_is_better=False, bounds=(0.0, None))
+
+
+@factory
+def dunn_index(*, p: float = 2) -> Metric:
+    """Dunn index: smallest centroid separation over the largest point-to-centroid distance (higher is better).
+
+    ``D = min_{i<j} |c_i - c_j|_p / max_i max_{x in i} |x - c_i|_p``
+    (torchmetrics' form, with centroids).
+
+    Args:
+      p: the norm's order, >= 1 (default 2, Euclidean).
+
+    Inputs:
+      ``update(state, data, labels)``: points ``(N, D)`` float and cluster labels ``(N,)`` integer.
+
+    Returns:
+      A float64 scalar >= 0 (NaN with a warning for fewer than 2 clusters).
+
+    Example::
+
+        >>> data = torch.tensor([[0., 0.], [0., 2.], [4., 0.], [4., 2.]])
+        >>> fmetrics.dunn_index()(data, torch.tensor([0, 0, 1, 1]))
+        tensor(4., dtype=torch.float64)
+    """
+    name = "dunn_index"
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p < 1:
+        raise validation.fail(name, "p", "a number >= 1", repr(p))
+
+    def finish(prepared):
+        data, ids, k = prepared
+        if k < 2:
+            warnings.warn(f"{name}: needs at least 2 clusters, got {k}; the value is NaN", UserWarning, stacklevel=3)
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        _, cents = centroids(data, ids, k)
+        i, j = torch.triu_indices(k, k, 1)
+        separation = torch.linalg.vector_norm(cents[i] - cents[j], ord=p, dim=1).min()
+        spread = torch.linalg.vector_norm(data - cents[ids], ord=p, dim=1).max()
+        return separation / spread
+
+    return _points_family(name).metric(name, finish, higher_is_better=True, bounds=(0.0, None))
