@@ -158,6 +158,18 @@ def test_edit_distance_vs_rapidfuzz_and_torchmetrics(cost):
         assert float(mean) == pytest.approx(float(tm.edit_distance(preds, target, substitution_cost=cost)), rel=1e-6)
 
 
+@pytest.mark.parametrize("language", ["en", "ja"])
+@pytest.mark.parametrize("kw", [{}, {"alpha": 1.0, "rho": 0.5, "deletion": 0.4, "insertion": 0.7}])
+def test_extended_edit_distance_vs_torchmetrics(language, kw):
+    """torchmetrics' port of the RWTH EED is the oracle (float32 there: 1e-6)."""
+    tm = pytest.importorskip("torchmetrics.functional.text")
+    preds, refs = multi_refs(1, 30)
+    got, sent = ft.extended_edit_distance(language=language, return_sentence_level_score=True, **kw)(preds, refs)
+    want, want_sent = tm.extended_edit_distance(preds, refs, language=language, return_sentence_level_score=True, **kw)
+    assert abs(float(got) - float(want)) < 1e-6
+    torch.testing.assert_close(sent, want_sent.double(), rtol=0, atol=1e-6)
+
+
 # --------------------------------------------------------------- rouge-score
 
 
@@ -260,7 +272,8 @@ def test_perplexity_vs_torchmetrics():
 
 STRING_METRICS = [ft.bleu_score(), ft.sacre_bleu_score(), ft.chrf_score(), ft.translation_edit_rate(),
                   ft.rouge_score(), ft.word_error_rate(), ft.char_error_rate(), ft.match_error_rate(),
-                  ft.word_information_lost(), ft.word_information_preserved(), ft.edit_distance()]
+                  ft.word_information_lost(), ft.word_information_preserved(), ft.edit_distance(),
+                  ft.extended_edit_distance()]
 
 
 @pytest.mark.parametrize("m", STRING_METRICS, ids=lambda m: m.name)
@@ -324,13 +337,14 @@ def test_docstring_examples():
     import fmetrics.text.bleu
     import fmetrics.text.chrf
     import fmetrics.text.edit
+    import fmetrics.text.eed
     import fmetrics.text.perplexity
     import fmetrics.text.rouge
     import fmetrics.text.squad
     import fmetrics.text.ter
 
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    mods = [fmetrics.text.asr, fmetrics.text.bleu, fmetrics.text.chrf, fmetrics.text.edit, fmetrics.text.perplexity,
+    mods = [fmetrics.text.asr, fmetrics.text.bleu, fmetrics.text.chrf, fmetrics.text.edit, fmetrics.text.eed, fmetrics.text.perplexity,
             fmetrics.text.rouge, fmetrics.text.squad, fmetrics.text.ter]
     ran = 0
     for mod in mods:

@@ -11,6 +11,7 @@ from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rat
 from fmetrics.text.bleu import bleu_score, sacre_bleu_score
 from fmetrics.text.chrf import chrf_score
 from fmetrics.text.edit import edit_distance
+from fmetrics.text.eed import extended_edit_distance
 from fmetrics.text.perplexity import perplexity
 from fmetrics.text.rouge import rouge_score
 from fmetrics.text.squad import squad
@@ -21,6 +22,7 @@ __all__ = [
     "char_error_rate",
     "chrf_score",
     "edit_distance",
+    "extended_edit_distance",
     "match_error_rate",
     "squad",
     "translation_edit_rate",
