@@ -86,7 +86,7 @@ def _map_units(tags, node, visit: Callable[[str, Optional[str], Any, str], Any],
     ``kind`` is ``"reduce"`` (tag sum/min/max), ``"cat"`` or ``"merge"`` (untagged).
     """
     if tags is None or (hasattr(node, "_fields") and not isinstance(tags, str) and _has_none(tags)):
-        return visit("merge", None, node, path)
+        return visit("merge", tags, node, path)  # the unit's tags (its "cat" fields travel as joined chunks)
     if isinstance(tags, str):
         if tags in _OPS:
             return visit("reduce", tags, node, path)
@@ -150,7 +150,8 @@ class _Unit:
             self.pieces = _join_chunks(chunks, path)
         else:
             self.leaves, self.spec = _tensor_leaves(node, path)
-            self.pieces = list(self.leaves)
+            self.lengths: list[int] = []  # pieces per "cat" field inside the unit
+            self.skeleton = _skeleton(tag, node, self.pieces, self.lengths, path)
 
     def describe(self) -> list[str]:
         """Lines of the layout fingerprint (what every rank must agree on)."""
@@ -160,8 +161,9 @@ class _Unit:
         return [f"{self.path}: {self.kind}"]
 
     def meta(self) -> list[int]:
-        """Per-rank sizes of the variable pieces: ``[n, (dtype, ndim, *shape) * n]`` (+ spec hash)."""
-        out = [] if self.kind != "merge" else [_hash64(str(self.spec))]
+        """Per-rank sizes of the variable pieces: ``[n, (dtype, ndim, *shape) * n]``; a merge unit first
+        gives the hash of its structure without its chunk tuples and the piece count of each chunk field."""
+        out = [] if self.kind != "merge" else [_hash64(self.skeleton), len(self.lengths), *self.lengths]
         out.append(len(self.pieces))
         for p in self.pieces:
             out += [_code(p, self.path), p.dim(), *p.shape]
@@ -169,38 +171,66 @@ class _Unit:
 
 
 def _join_chunks(chunks: list[torch.Tensor], path: str) -> list[torch.Tensor]:
-    """One piece when the chunks can be concatenated without changing anything, else the chunks.
-
-    Chunks of one field must agree on their trailing shape (``shape[1:]``); a
-    field whose chunks do not cannot be joined, which is reported here, naming it.
-    """
+    """One piece when the chunks can be concatenated along dim 0 without changing anything, else the chunks
+    (whether they can be joined at all is checked on every rank's pieces, see `_check_chunk_shapes`)."""
     if len(chunks) <= 1:
         return chunks
     c0 = chunks[0]
-    for k, c in enumerate(chunks):
-        if c.dim() != c0.dim() or c.shape[1:] != c0.shape[1:]:
-            raise ValueError(f"adapters.distributed.reduce: the chunks of {path} differ in trailing shape "
-                             f"(chunk 0 has shape {tuple(c0.shape)}, chunk {k} has {tuple(c.shape)}), so they "
-                             "cannot be concatenated; every update must append chunks of one trailing shape")
-    if c0.dim() and all(c.dtype == c0.dtype and c.device == c0.device for c in chunks):
+    if c0.dim() and all(c.dtype == c0.dtype and c.dim() == c0.dim() and c.shape[1:] == c0.shape[1:]
+                        and c.device == c0.device for c in chunks):
         return [torch.cat(chunks, dim=0)]
     return chunks
 
 
-def _parse_meta(units: list[_Unit], meta: list[int]) -> list[tuple[Optional[int], list]]:
-    """Inverse of `_Unit.meta` for one rank: per unit ``(spec hash, [(dtype, shape), ...])``."""
+def _skeleton(tags, node, pieces: list, lengths: list, path: str) -> str:
+    """The structure of a merge unit with its chunk tuples left out; appends its pieces (chunk fields
+    joined, see `_join_chunks`) and the piece count of each chunk field."""
+    if isinstance(tags, str) and tags == "cat" and isinstance(node, (tuple, list)):
+        joined = _join_chunks(_tensor_leaves(tuple(node), path)[0], path)
+        pieces.extend(joined)
+        lengths.append(len(joined))
+        return "cat"
+    if tags is None or isinstance(tags, str):
+        leaves, spec = _tensor_leaves(node, path)
+        pieces.extend(leaves)
+        return str(spec)
+    if isinstance(tags, Mapping) and isinstance(node, Mapping):
+        inner = ", ".join(f"{k!r}: {_skeleton(tags[k], node[k], pieces, lengths, f'{path}[{k!r}]')}" for k in node)
+        return f"{{{inner}}}"
+    names = getattr(node, "_fields", None)
+    inner = ", ".join(_skeleton(t, x, pieces, lengths, f"{path}.{names[i]}" if names else f"{path}[{i}]")
+                      for i, (t, x) in enumerate(zip(tags, node)))
+    return f"{type(node).__qualname__}({inner})"
+
+
+def _rebuild(tags, like, pieces, lengths):
+    """Inverse of `_skeleton` for another rank: ``like`` (this rank's unit) gives the structure."""
+    if isinstance(tags, str) and tags == "cat" and isinstance(like, (tuple, list)):
+        return tuple(next(pieces) for _ in range(next(lengths)))
+    if tags is None or isinstance(tags, str):
+        spec = pytree.tree_structure(like)
+        return pytree.tree_unflatten([next(pieces) for _ in range(spec.num_leaves)], spec)
+    if isinstance(tags, Mapping):
+        return {k: _rebuild(tags[k], like[k], pieces, lengths) for k in like}
+    parts = [_rebuild(t, x, pieces, lengths) for t, x in zip(tags, like)]
+    return type(like)(*parts) if hasattr(like, "_fields") else type(like)(parts)
+
+
+def _parse_meta(units: list[_Unit], meta: list[int]) -> list[tuple]:
+    """Inverse of `_Unit.meta` for one rank: per unit ``(skeleton hash, [(dtype, shape), ...], chunk counts)``."""
     out, i = [], 0
     for u in units:
-        spec_hash = None
+        spec_hash, lengths = None, []
         if u.kind == "merge":
-            spec_hash, i = meta[i], i + 1
+            spec_hash, k = meta[i], meta[i + 1]
+            lengths, i = meta[i + 2:i + 2 + k], i + 2 + k
         n, i = meta[i], i + 1
         pieces = []
         for _ in range(n):
             dtype, ndim = _DTYPES[meta[i]], meta[i + 1]
             pieces.append((dtype, tuple(meta[i + 2:i + 2 + ndim])))
             i += 2 + ndim
-        out.append((spec_hash, pieces))
+        out.append((spec_hash, pieces, lengths))
     return out
 
 
@@ -231,7 +261,6 @@ def reduce(metric: Metric, state, group=None, *, purpose: str = "reduce"):
     Raises:
       TypeError: a state leaf is not a tensor (the message names its path), or
         the reduction tags do not mirror the state.
-      ValueError: the chunks of a ``"cat"`` field differ in trailing shape.
       LayoutMismatchError: on every rank, when ranks hold different metrics,
         configurations or state layouts, or pair different calls (sequence
         number or purpose), or their chunks differ in trailing shape.
@@ -244,11 +273,10 @@ def reduce(metric: Metric, state, group=None, *, purpose: str = "reduce"):
     """
     units: list[_Unit] = []
     _map_units(metric.reductions, state, lambda *a: units.append(_Unit(*a)))
-    if not (dist.is_available() and dist.is_initialized()):
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) == 1:
+        _check_chunk_shapes(units, [_parse_meta(units, [v for u in units for v in u.meta()])])
         return state
     world = dist.get_world_size(group)
-    if world == 1:
-        return state
     ctx = _Context(group, world, dist.get_rank(group), state_lib.device_of(state))
     call = f"call: #{_next_sequence(group)} ({purpose})"
     layouts = _exchange_headers(ctx, metric, state, units, call)                      # 1. header
@@ -343,21 +371,33 @@ def _check_fingerprints(header: torch.Tensor, description: list[str], group, wor
 
 
 def _check_chunk_shapes(units: list[_Unit], layouts: list) -> None:
-    """Every chunk of a ``"cat"`` field has one trailing shape on every rank (else it cannot be joined)."""
+    """The chunks of a ``"cat"`` field, on every rank, can be joined along one axis: one number of
+    dimensions, and sizes that differ in one dimension at most (dim 0, or the row axis of a stacked
+    state). Every rank sees every layout, so every rank raises together."""
     for i, u in enumerate(units):
         if u.kind != "cat":
             continue
-        seen: dict = {}  # (ndim, trailing shape) -> first rank holding it
-        for r, layout in enumerate(layouts):
-            for _, shape in layout[i][1]:
-                seen.setdefault((len(shape), shape[1:]), r)
-        if len(seen) > 1:
-            described = ", ".join(f"rank {r}: chunks of shape (n, {', '.join(map(str, t))})" if nd else
-                                  f"rank {r}: 0-d chunks" for (nd, t), r in seen.items())
+        shapes = [(r, shape) for r, layout in enumerate(layouts) for _, shape in layout[i][1]]
+        if len({len(shape) for _, shape in shapes}) > 1:
             raise LayoutMismatchError(
-                f"adapters.distributed.reduce: the chunks of {u.path} differ in trailing shape across ranks "
-                f"({described}), so they cannot be concatenated; every update must append chunks of one "
-                f"trailing shape")
+                f"adapters.distributed.reduce: the chunks of {u.path} differ in their number of dimensions "
+                f"({_chunk_list(shapes)}), so they cannot be concatenated; every update must append chunks "
+                "of one trailing shape")
+        if not shapes:
+            continue
+        varying = [d for d in range(len(shapes[0][1])) if len({shape[d] for _, shape in shapes}) > 1]
+        if len(varying) > 1:
+            raise LayoutMismatchError(
+                f"adapters.distributed.reduce: the chunks of {u.path} differ in trailing shape "
+                f"({_chunk_list(shapes)}: sizes differ in dims {varying}), so they cannot be concatenated; "
+                "every update must append chunks of one trailing shape")
+
+
+def _chunk_list(shapes: list) -> str:
+    seen: dict = {}
+    for r, shape in shapes:
+        seen.setdefault(tuple(shape[1:]), (r, shape))
+    return ", ".join(f"rank {r} has a chunk of shape {tuple(shape)}" for r, shape in list(seen.values())[:4])
 
 
 # ---- 2. fast path: one async all_reduce per (op, dtype) bucket
@@ -415,7 +455,7 @@ class _Gathered:
         self.offsets, sizes = [], []
         for layout in layouts:
             off, offs = 0, []
-            for _, pieces in layout:
+            for _, pieces, _ in layout:
                 for dtype, shape in pieces:
                     offs.append(off)
                     off = _aligned(off + math.prod(shape) * dtype.itemsize)
@@ -434,7 +474,7 @@ class _Gathered:
         """Rank ``r``'s pieces of unit ``i`` (this rank's own, untouched)."""
         if r == self.ctx.rank:
             return self.units[i].pieces
-        start = sum(len(p) for _, p in self.layouts[r][:i])
+        start = sum(len(p) for _, p, _ in self.layouts[r][:i])
         out = []
         for j, (dtype, shape) in enumerate(self.layouts[r][i][1]):
             off = self.offsets[r][start + j]
@@ -475,11 +515,16 @@ def _reduced_unit(ctx: _Context, u: _Unit, i: int, reduced: dict, gathered: _Gat
     return pytree.tree_unflatten(leaves, u.spec)
 
 
-def _rank_subtree(ctx: _Context, u: _Unit, i: int, r: int, gathered: _Gathered, specs: list):
+def _rank_subtree(ctx: _Context, u: _Unit, i: int, r: int, gathered: _Gathered, specs: Optional[list]):
     if r == ctx.rank:
         return u.node
-    devices = [leaf.device for leaf in u.leaves]
     vals = gathered.pieces(r, i)
+    if specs is None:  # one structure on every rank, up to the lengths of its chunk tuples
+        devices = [p.device for p in u.pieces]
+        if len(devices) != len(vals):
+            devices = [ctx.default_device] * len(vals)
+        return _rebuild(u.tag, u.node, iter([v.to(d) for v, d in zip(vals, devices)]), iter(gathered.layouts[r][i][2]))
+    devices = [leaf.device for leaf in u.leaves]
     if len(devices) != len(vals):
         devices = [ctx.default_device] * len(vals)
     return pytree.tree_unflatten([v.to(d) for v, d in zip(vals, devices)], specs[r][i])
@@ -521,15 +566,15 @@ def _identity(tag: str, like: torch.Tensor) -> torch.Tensor:
     return torch.full_like(like, info.max if tag == "min" else info.min)
 
 
-def _merge_specs(units: list[_Unit], layouts, group, world: int) -> list[list]:
-    """Per rank, the tree spec of each untagged unit (exchanged only when some rank's differs)."""
-    local = [u.spec for u in units]
+def _merge_specs(units: list[_Unit], layouts, group, world: int) -> Optional[list]:
+    """``None`` when every merge unit has one structure on every rank (up to its chunk counts, which the
+    header carries); else every rank's tree specs, exchanged with ``all_gather_object``."""
     same = all(layouts[r][i][0] == layouts[0][i][0] for r in range(world) for i, u in enumerate(units)
                if u.kind == "merge")
     if same:
-        return [local] * world
+        return None
     specs: list = [None] * world
-    dist.all_gather_object(specs, local, group=group)
+    dist.all_gather_object(specs, [u.spec for u in units], group=group)
     return specs
 
 

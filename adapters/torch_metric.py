@@ -293,8 +293,8 @@ class TorchMetric(torchmetrics.Metric):
             if isinstance(value, list):
                 if value:
                     return True
-            elif name != "fm_state_key" and (value.device.type == "meta" or value.shape != default.shape
-                                             or not torch.equal(value, default.to(value.device))):
+            elif name != "fm_state_key" and (value.device.type == "meta"
+                                             or not _tensors_equal(value, default.to(value.device))):
                 return True
         return False
 
@@ -494,6 +494,16 @@ def _collection_members(metric: Metric):
     return args["metrics"], args.get("prefix", ""), args.get("postfix", "")
 
 
+def _tensors_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Equal shape, dtype and values, NaN equal to NaN."""
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    if x.is_floating_point():
+        return torch.equal(x.isnan(), y.isnan()) and torch.equal(torch.nan_to_num(x, nan=0.0),
+                                                                  torch.nan_to_num(y, nan=0.0))
+    return torch.equal(x, y)
+
+
 def _equal_states_nan_aware(original):
     """torchmetrics' compute-group test compares states with ``allclose``, where NaN != NaN; fmetrics states
     hold NaN by design (e.g. the "no offending value yet" slot of deferred validation), so two wrappers of one
@@ -511,12 +521,8 @@ def _equal_states_nan_aware(original):
             pairs = zip(a, b) if isinstance(a, list) else [(a, b)]
             if isinstance(a, list) and len(a) != len(b):
                 return False
-            for x, y in pairs:
-                if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(
-                        torch.nan_to_num(x, nan=0.0) if x.is_floating_point() else x,
-                        torch.nan_to_num(y, nan=0.0) if y.is_floating_point() else y) or (
-                        x.is_floating_point() and not torch.equal(x.isnan(), y.isnan())):
-                    return False
+            if not all(_tensors_equal(x, y) for x, y in pairs):
+                return False
         return True
 
     equal.__fmetrics_patch__ = True

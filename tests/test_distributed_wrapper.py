@@ -8,6 +8,7 @@ from torchmetrics import classification as tmc
 
 import fmetrics as fm
 from adapters import TorchMetric
+from adapters.distributed import LayoutMismatchError, reduce
 from fmetrics.testing import assert_values_close
 from tests._dist import count_collectives, spawn
 
@@ -62,6 +63,16 @@ def _body(rank, world):
         col = torchmetrics.MetricCollection({k: TorchMetric(m) for k, m in _metrics().items()})
         col.update(p, t)
         out["collection"] = col.compute()
+        # uneven shards with dist_sync_on_step: rank 0's third per-step sync meets rank 1's compute() sync
+        uneven = TorchMetric(fm.mean(), dist_sync_on_step=True)
+        try:
+            for _ in range(3 if rank == 0 else 2):
+                uneven(torch.full((4,), 10.0 * (rank + 1)))
+            out["uneven"] = f"no error: {uneven.compute().item()}"
+        except LayoutMismatchError as err:
+            out["uneven"] = str(err)
+        m = fm.sum()  # the group is still usable
+        out["after"] = m.finalize(reduce(m, m.update(m.init(), torch.tensor([1.0]))))
     return out
 
 
@@ -84,8 +95,9 @@ def test_compute_under_ddp_equals_one_process(results):
         both_t = torch.cat([t, t1[:30], t1[30:]])
         assert_values_close(out["auroc_more"], _oracle(tmc.BinaryAUROC, both_p, both_t), 1e-6, 1e-7,
                             f"rank {rank}: compute again after more updates")
-        # one reduction: header + int64 all_reduce + one gather of the chunks
-        assert out["auroc_counts"]["ops"] == {"all_gather": 2, "all_reduce": 1}, out["auroc_counts"]
+        # one reduction: the header + one gather of the state (its chunks joined; the deferred-validation
+        # field makes the state one merge unit, rebuilt from the header without an object exchange)
+        assert out["auroc_counts"]["ops"] == {"all_gather": 2}, out["auroc_counts"]
 
 
 def test_sync_on_compute_false_gives_the_local_value(results):
@@ -106,3 +118,11 @@ def test_metric_collection_of_wrappers_under_ddp(results):
     want = {"auroc": _oracle(tmc.BinaryAUROC, p, t), "acc": _oracle(tmc.BinaryAccuracy, p, t), "mean": torchmetrics.MeanMetric()(p, t.float())}
     for rank, out in enumerate(results):
         assert_values_close(out["collection"], want, 1e-6, 1e-7, f"rank {rank}")
+
+
+def test_dist_sync_on_step_with_uneven_shards_raises_on_every_rank(results):
+    for rank, out in enumerate(results):
+        msg = out["uneven"]
+        assert msg.startswith("adapters.distributed.reduce: ranks disagree"), (rank, msg)
+        assert "(step)" in msg and "(compute)" in msg, (rank, msg)
+        assert out["after"].item() == 2.0
