@@ -1,4 +1,4 @@
-"""Object detection: COCO mean average precision (pure torch) and the box IoU family.
+"""Object detection: COCO mean average precision (pure torch), the box IoU family and panoptic quality.
 
 Inputs follow torchmetrics: lists (one entry per image) of dicts with
 ``boxes``, ``scores``, ``labels`` (and ``masks``, ``iscrowd``, ``area``).
@@ -11,6 +11,7 @@ from fmetrics.detection.iou import (
     intersection_over_union,
 )
 from fmetrics.detection.mean_ap import mean_average_precision
+from fmetrics.detection.panoptic import modified_panoptic_quality, panoptic_quality
 
 __all__ = [
     "complete_intersection_over_union",
@@ -18,4 +19,6 @@ __all__ = [
     "generalized_intersection_over_union",
     "intersection_over_union",
     "mean_average_precision",
+    "modified_panoptic_quality",
+    "panoptic_quality",
 ]

@@ -337,3 +337,78 @@ CASES = [
               dict(n_images=12, box_format="cxcywh")),
     _map_case("map-segm", {"iou_type": "segm"}, dict(n_images=6, masks=True, size=20)),
 ]
+
+
+# ---------------------------------------------------------------- panoptic quality
+
+PQ_THINGS, PQ_STUFFS = (0, 1, 3), (6, 7)
+
+
+def make_panoptic(seed: int, n: int = 12, size: int = 16, block: int = 4, unknown: bool = True):
+    """``(preds, target)`` panoptic maps ``[n, size, size, 2]`` of (category, instance) per pixel.
+
+    Target: blocks of random things (instances 1-3), stuff (random instance ids, ignored) and, with
+    ``unknown``, an unknown category 9 (void). Preds: the target with some blocks relabelled (other
+    instance / category, unknown 9 when ``unknown``) and pixel noise, so IoUs land on both sides of 0.5.
+    """
+    g = torch.Generator().manual_seed(seed)
+    cats = torch.tensor(list(PQ_THINGS) + list(PQ_STUFFS) + ([9] if unknown else []))
+    k = size // block
+
+    def blocks(shape):
+        return torch.nn.functional.interpolate(shape[:, None].float(), scale_factor=block, mode="nearest")[:, 0].long()
+
+    tc = cats[torch.randint(0, len(cats), (n, k, k), generator=g)]
+    ti = torch.randint(1, 4, (n, k, k), generator=g)
+    target = torch.stack([blocks(tc), blocks(ti)], -1)
+    pc = torch.where(torch.rand(n, k, k, generator=g) < 0.25, cats[torch.randint(0, len(cats), (n, k, k),
+                                                                               generator=g)], tc)
+    pi = torch.where(torch.rand(n, k, k, generator=g) < 0.25, torch.randint(1, 4, (n, k, k), generator=g), ti)
+    preds = torch.stack([blocks(pc), blocks(pi)], -1)
+    noise = torch.rand(n, size, size, generator=g) < 0.15
+    preds[..., 0] = torch.where(noise, cats[torch.randint(0, len(cats), (n, size, size), generator=g)], preds[..., 0])
+    stuff_pix = torch.isin(preds[..., 0], torch.tensor(PQ_STUFFS))
+    preds[..., 1] = torch.where(stuff_pix, torch.randint(0, 50, (n, size, size), generator=g), preds[..., 1])
+    if n > 2:
+        target[2] = torch.tensor([6, 0])  # one image of a single stuff segment
+        preds[1, :, :, 0] = torch.where(preds[1, :, :, 0] == 9, 0, preds[1, :, :, 0])
+    return preds, target
+
+
+def pq_reference(modified: bool = False, **kwargs):
+    """torchmetrics' functional panoptic_quality / modified_panoptic_quality on all the data at once."""
+
+    def reference(preds, target):
+        import torchmetrics.functional.detection as tmd
+
+        if modified:
+            return tmd.modified_panoptic_quality(preds, target, **kwargs)
+        return tmd.panoptic_quality(preds, target, **kwargs)
+
+    return reference
+
+
+def _pq_batches(seed, **kw):
+    preds, target = make_panoptic(seed, **kw)
+    g = torch.Generator().manual_seed(seed)
+    edges = [0, *random_splits(preds.shape[0], 4, g), preds.shape[0]]
+    return [(preds[a:b], target[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _pq_case(id, factory, kwargs, modified=False, unknown=True):
+    kw = {"things": set(PQ_THINGS), "stuffs": set(PQ_STUFFS), **kwargs}
+    # torchmetrics adds float32 IoUs into its float64 sums: agreement to float32 precision
+    return Case(id, factory, kw, lambda s: _pq_batches(s, unknown=unknown), reference=pq_reference(modified, **kw),
+                check={"reference_rtol": 1e-6, "reference_atol": 1e-7, "rtol": 1e-12, "atol": 1e-12})
+
+
+CASES += [
+    _pq_case("pq-default", fm.panoptic_quality, {}, unknown=False),
+    _pq_case("pq-unknown-sq-rq", fm.panoptic_quality, {"allow_unknown_preds_category": True,
+                                                       "return_sq_and_rq": True}),
+    _pq_case("pq-per-class", fm.panoptic_quality, {"allow_unknown_preds_category": True, "return_per_class": True}),
+    _pq_case("pq-per-class-sq-rq", fm.panoptic_quality, {"allow_unknown_preds_category": True,
+                                                         "return_per_class": True, "return_sq_and_rq": True}),
+    _pq_case("modified-pq", fm.modified_panoptic_quality, {"allow_unknown_preds_category": True}, modified=True),
+    _pq_case("modified-pq-known", fm.modified_panoptic_quality, {}, modified=True, unknown=False),
+]
