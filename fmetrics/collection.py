@@ -43,8 +43,9 @@ def collection(metrics: Mapping[str, Metric], *, prefix: str = "", postfix: str 
         >>> routed = fmetrics.collection({
         ...     "loss": fmetrics.mean().from_output("loss"),
         ...     "acc": fmetrics.multiclass_accuracy(num_classes=3).from_output("logits", "labels")})
+        >>> # macro accuracy over 3 classes: recall 1 (class 0), 0 (class 1), 0 (class 2, predicted once)
         >>> routed({"loss": torch.tensor([0.5, 1.5]), "logits": torch.eye(3)[[0, 2]], "labels": torch.tensor([0, 1])})
-        {'loss': tensor(1., dtype=torch.float64), 'acc': tensor(0.5000, dtype=torch.float64)}
+        {'loss': tensor(1., dtype=torch.float64), 'acc': tensor(0.3333, dtype=torch.float64)}
     """
     if not isinstance(metrics, Mapping) or not metrics:
         raise ValueError("collection: argument `metrics` expected a non-empty dict of name -> Metric")

@@ -75,8 +75,11 @@ def merge_fields(tags) -> Callable[[Any, Any], Any]:
 
     Example::
 
+        >>> class MeanState(NamedTuple):
+        ...     total: torch.Tensor
+        ...     weight: torch.Tensor
         >>> merge = merge_fields(MeanState(total="sum", weight="sum"))
-        >>> merge(MeanState(t(1.), t(2.)), MeanState(t(3.), t(4.)))
+        >>> merge(MeanState(torch.tensor(1.), torch.tensor(2.)), MeanState(torch.tensor(3.), torch.tensor(4.)))
         MeanState(total=tensor(4.), weight=tensor(6.))
     """
 

@@ -497,6 +497,7 @@ def check_metric(
 
         >>> check_metric(fmetrics.mean(), [torch.rand(8), torch.rand(5)],
         ...              reference=lambda x: x.double().mean())
+        CheckReport(mean: 12 laws held; skipped: none)
     """
     unknown = [law for law in laws if law not in _CHECKS]
     if unknown:

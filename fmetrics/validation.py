@@ -37,8 +37,13 @@ def mode(value: str) -> Iterator[None]:
 
     Example::
 
-        >>> with fmetrics.validation.mode("deferred"):
-        ...     s = m.update(s, preds, target)   # counted; raised by finalize
+        >>> m = fmetrics.multiclass_accuracy(num_classes=3)
+        >>> with fmetrics.validation.mode("deferred"):   # as on a GPU: counted, raised by finalize
+        ...     s = m.update(m.init(), torch.tensor([0, 1]), torch.tensor([0, 7]))
+        >>> m.finalize(s)
+        Traceback (most recent call last):
+        ...
+        ValueError: multiclass_accuracy: 1 input entry broke the rule: ...
     """
     check_policy("validation.mode", "value", value, MODES)
     old = _MODE[0]

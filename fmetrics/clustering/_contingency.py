@@ -72,7 +72,7 @@ def contingency_family(name: str, num_clusters: Optional[int], prepare: Optional
             # a copy the caller cannot change later (to() copies only when the dtype differs)
             return LabelState((p.detach().to(dtype, copy=True),), (t.detach().to(dtype, copy=True),))
 
-        return Family(name=f"contingency_labels_{name}", key=key, init=init, update=update,
+        return Family(name="contingency_labels", key=key, init=init, update=update,
                       reductions=LabelState(preds="cat", target="cat"), shared=_labels_table)
 
     k = num_clusters
@@ -113,7 +113,7 @@ def contingency_family(name: str, num_clusters: Optional[int], prepare: Optional
         validation.invalid_report(name, f"labels in [0, {k})", state.invalid)
         return _dense_table(state.counts)
 
-    return Family(name=f"contingency_table_{name}", key=(k, *key), init=init, update=update,
+    return Family(name="contingency_table", key=(k, *key), init=init, update=update,
                   reductions=TableState(counts="sum", invalid=None), merge=merge, shared=shared, check=check)
 
 

@@ -54,8 +54,8 @@ def homogeneity_score(*, num_clusters: Optional[int] = None) -> Metric:
 
     Example::
 
-        >>> fmetrics.homogeneity_score()(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1]))
-        tensor(1., dtype=torch.float64)
+        >>> fmetrics.homogeneity_score()(torch.tensor([0, 0, 1, 2]), torch.tensor([0, 0, 1, 1]))  # MI = H(target)
+        tensor(1.0000, dtype=torch.float64)
     """
     return contingency_family("homogeneity_score", num_clusters).metric(
         "homogeneity_score", _pick(0), higher_is_better=True, bounds=(0.0, 1.0))
@@ -77,8 +77,8 @@ def completeness_score(*, num_clusters: Optional[int] = None) -> Metric:
 
     Example::
 
-        >>> fmetrics.completeness_score()(torch.tensor([0, 0, 1, 1]), torch.tensor([0, 0, 1, 2]))
-        tensor(1., dtype=torch.float64)
+        >>> fmetrics.completeness_score()(torch.tensor([0, 0, 1, 1]), torch.tensor([0, 0, 1, 2]))  # MI = H(preds)
+        tensor(1.0000, dtype=torch.float64)
     """
     return contingency_family("completeness_score", num_clusters).metric(
         "completeness_score", _pick(1), higher_is_better=True, bounds=(0.0, 1.0))

@@ -1,0 +1,121 @@
+"""The state of the ``*_matrix`` forms: every pair of columns of an ``[N, V]`` matrix of categories.
+
+* ``num_categories`` given -- dense int64 tables ``[P, K, K]`` for the
+  ``P = V (V - 1) / 2`` column pairs (sum-mergeable);
+* otherwise the matrix itself as chunks; each pair's table is built in `finalize`.
+
+For the pair ``(i, j)``, ``i < j``, column ``i`` plays ``preds`` and column
+``j`` ``target`` (torchmetrics' orientation).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional
+
+import torch
+
+from fmetrics import validation
+from fmetrics.clustering._contingency import _dense_table, table
+from fmetrics.family import Family
+from fmetrics.state import cat_chunks
+
+__all__ = ["matrix_family", "assemble"]
+
+
+class MatrixChunks(NamedTuple):
+    rows: tuple  # chunks [n, V]
+
+
+class PairTables(NamedTuple):
+    counts: torch.Tensor  # int64 [P, K, K]: counts[pair, target = column j, preds = column i]
+    invalid: validation.Invalid
+
+
+def _check(name: str, matrix) -> None:
+    if not isinstance(matrix, torch.Tensor) or matrix.dim() != 2 or matrix.shape[1] < 2:
+        raise validation.fail(name, "matrix", "a tensor of shape (N, V) with V >= 2 columns of categories",
+                              tuple(matrix.shape) if isinstance(matrix, torch.Tensor) else type(matrix).__name__)
+
+
+def matrix_family(name: str, nan_strategy: str, nan_replace_value, num_categories: Optional[int]) -> Family:
+    replace = nan_strategy == "replace"
+
+    def clean(m: torch.Tensor) -> torch.Tensor:
+        return torch.nan_to_num(m, nan=float(nan_replace_value)) if replace and m.is_floating_point() else m
+
+    if num_categories is None:
+        def update(state, matrix):
+            _check(name, matrix)
+            m = clean(matrix.detach())
+            dtype = torch.float64 if m.is_floating_point() else torch.int64
+            return MatrixChunks((m.to(dtype, copy=True),))
+
+        def shared(state):
+            m = cat_chunks(state.rows, torch.zeros(0, 0))
+            return [(i, j, _pair_table(m[:, i], m[:, j])) for i, j in _pairs(m.shape[1] if m.numel() else 0)]
+
+        return Family(name="nominal_matrix", key=(nan_strategy, nan_replace_value), init=lambda: MatrixChunks(()),
+                      update=update, reductions=MatrixChunks(rows="cat"), shared=shared)
+
+    if isinstance(num_categories, bool) or not isinstance(num_categories, int) or num_categories < 1:
+        raise validation.fail(name, "num_categories", "a positive int or None", repr(num_categories))
+    k = num_categories
+    def init():
+        return PairTables(torch.zeros(0, k, k, dtype=torch.int64), validation.invalid_init())
+
+    def update(state, matrix):
+        _check(name, matrix)
+        m = clean(matrix.detach())
+        v = m.shape[1]
+        i, j = torch.triu_indices(v, v, 1, device=m.device)
+        xi, xj = m[:, i], m[:, j]
+        bad = (xi < 0) | (xi >= k) | (xj < 0) | (xj >= k)
+        keep = None
+        if m.is_floating_point():
+            bad = bad | (xi != xi.floor()) | (xj != xj.floor())
+            if not replace:
+                keep = ~(xi.isnan() | xj.isnan())
+                bad = bad & keep
+        good = ~bad if keep is None else keep & ~bad
+        zero = torch.zeros((), dtype=m.dtype, device=m.device)
+        pair = torch.arange(i.numel(), device=m.device)[None, :] * (k * k)
+        flat = pair + torch.where(good, xj, zero).to(torch.int64) * k + torch.where(good, xi, zero).to(torch.int64)
+        counts = state.counts if state.counts.shape[0] == i.numel() else state.counts.new_zeros(i.numel(), k, k)
+        counts = counts.reshape(-1).index_add(0, flat.reshape(-1), good.reshape(-1).to(torch.int64))
+        return PairTables(counts.reshape(-1, k, k), validation.invalid_flag(state.invalid, bad, torch.where(
+            (xi < 0) | (xi >= k), xi, xj)))
+
+    def merge(a, b):
+        ca = a.counts if a.counts.shape[0] else b.counts.new_zeros(b.counts.shape)
+        cb = b.counts if b.counts.shape[0] else a.counts.new_zeros(a.counts.shape)
+        return PairTables(ca + cb, validation.invalid_merge(a.invalid, b.invalid))
+
+    def shared(state):
+        validation.invalid_report(name, f"categories in [0, {k})", state.invalid)
+        p = state.counts.shape[0]
+        v = int(round((1 + (1 + 8 * p) ** 0.5) / 2)) if p else 0
+        return [(i, j, _dense_table(state.counts[n])) for n, (i, j) in enumerate(_pairs(v))]
+
+    return Family(name="nominal_matrix_tables", key=(k, nan_strategy, nan_replace_value), init=init,
+                  update=update, merge=merge, shared=shared,
+                  reductions=PairTables(counts=None, invalid=None))
+
+
+def _pairs(v: int) -> list:
+    return [(i, j) for i in range(v) for j in range(i + 1, v)]
+
+
+def _pair_table(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if x.is_floating_point():
+        keep = ~(x.isnan() | y.isnan())
+        x, y = x[keep], y[keep]
+    return table(x, y)
+
+
+def assemble(pairs: list, value: Callable[[torch.Tensor], float], symmetric: bool = True) -> torch.Tensor:
+    """The ``[V, V]`` float64 matrix with ones on the diagonal from per-pair tables."""
+    v = max((j for _, j, _ in pairs), default=0) + 1 if pairs else 0
+    out = torch.eye(v, dtype=torch.float64)
+    for i, j, t in pairs:
+        out[i, j] = value(t)
+        out[j, i] = out[i, j] if symmetric else value(t.T)
+    return out
