@@ -174,6 +174,8 @@ class Metric:
             validation.check_device(self._name, device, inputs, kwargs)
         if self._check is not None and validation.eager_check_applies(inputs, kwargs):
             _run_check(self._check, inputs, kwargs)
+        if not _ONE_SHOT[0]:  # a state never holds an autograd graph (DESIGN §3); one-shot calls keep it
+            inputs, kwargs = _detached(inputs), {k: _detached((v,))[0] for k, v in kwargs.items()}
         if not self._cats:
             return self._update(state, *inputs, **kwargs)
         # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
@@ -183,7 +185,11 @@ class Metric:
     def __call__(self, *inputs, **kwargs):
         """One shot: ``finalize(update(init(), *inputs))`` on the inputs' device."""
         s = self.init(state_lib.device_of((inputs, kwargs)))
-        return self.finalize(self.update(s, *inputs, **kwargs))
+        _ONE_SHOT[0] += 1  # gradients flow through the one-shot value (differentiable metrics)
+        try:
+            return self.finalize(self.update(s, *inputs, **kwargs))
+        finally:
+            _ONE_SHOT[0] -= 1
 
     # ------------------------------------------------------------ derived metrics
 
@@ -267,6 +273,14 @@ def _from_recipe(module: str, qualname: str, kwargs: tuple, given: frozenset) ->
 
 def _from_fields(fields: dict) -> Metric:
     return Metric(**fields)
+
+
+_ONE_SHOT = [0]  # depth of one-shot calls (`Metric.__call__`) in progress
+
+
+def _detached(inputs: tuple) -> tuple:
+    """``inputs`` with every tensor that requires grad detached (others as they are)."""
+    return tuple(x.detach() if isinstance(x, torch.Tensor) and x.requires_grad else x for x in inputs)
 
 
 def _compose(shared, finish):
