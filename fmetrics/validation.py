@@ -125,7 +125,7 @@ def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Inval
         first = inv.first
     seen = inv.count > 0
     call = torch.where(seen, inv.call, torch.where(n > 0, inv.calls + 1, torch.zeros_like(inv.call)))
-    return Invalid(inv.count + n, torch.where(seen, inv.first, first), call, inv.calls + 1)
+    return Invalid(inv.count + n, torch.where(seen | (n == 0), inv.first, first), call, inv.calls + 1)
 
 
 def invalid_merge(a: Invalid, b: Invalid) -> Invalid:
