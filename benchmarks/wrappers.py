@@ -4,7 +4,7 @@ fmetrics' `bootstrap` (one stacked state, vmapped row weights) against
 torchmetrics' ``BootStrapper`` (200 deep copies updated in a Python loop) on
 the same data: multiclass accuracy (10 classes, a count state), mean squared
 error (a sum state) and Pearson's r (Chan-merged moments, weighted in closed
-form: `fmetrics.wrappers._rows.weighted_moments`). The draws differ
+form: the regression family's `weigh_rows`, `fmetrics.regression._moments.weigh_rows`). The draws differ
 (different generators), so the values agree only to Monte-Carlo error
 (tolerance 0.01). The ``state_bytes``
 column is the memory the replicate states hold at the end of the run.

@@ -1,12 +1,12 @@
 """NaN policy and fast sums shared by the aggregation metrics (torchmetrics' ``nan_strategy``).
 
-* ``"error"``   -- NaNs are dropped and counted; `finalize` raises with the count.
-* ``"warn"``    -- NaNs are dropped and counted; `finalize` warns with the count.
-* ``"ignore"``  -- NaNs are dropped silently.
+* ``"error"``   -- NaNs are left out and counted; `finalize` raises with the count.
+* ``"warn"``    -- NaNs are left out and counted; `finalize` warns with the count.
+* ``"ignore"``  -- NaNs are left out silently.
 * ``"disable"`` -- no check: NaNs propagate into the result.
 * a float       -- NaNs are replaced by that value (their weight becomes 1).
 
-``update`` never syncs: dropping is ``nansum`` / a mask, and the count lives in
+``update`` never syncs: leaving out is ``nansum`` / a mask, and the count lives in
 the state. torchmetrics raises ``"error"`` inside ``update``; fmetrics raises
 in ``finalize`` so that the device is never synced per batch.
 
@@ -80,7 +80,7 @@ def replace(nan_strategy, x: torch.Tensor) -> torch.Tensor:
 def clean(nan_strategy, value: torch.Tensor, weight: torch.Tensor):
     """Returns ``(value, weight, nan_count)`` with NaNs in either handled per the policy.
 
-    Dropped entries get value 0 and weight 0, so sums ignore them without a
+    Left-out entries get value 0 and weight 0, so sums ignore them without a
     data-dependent shape.
     """
     if nan_strategy == "disable":
@@ -94,4 +94,5 @@ def clean(nan_strategy, value: torch.Tensor, weight: torch.Tensor):
 
 def report(metric: str, nan_strategy, nan_count: torch.Tensor) -> None:
     if nan_strategy in ("error", "warn"):
-        validation.report(metric, {"values must not be NaN (they were dropped)": nan_count}, nan_strategy)
+        validation.report(metric, {"values must not be NaN; pass nan_strategy='ignore' to leave them out "
+                                   "silently": nan_count}, nan_strategy)

@@ -1,7 +1,7 @@
 """`cat`: every value seen, concatenated along dim 0."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, Union
 
 import torch
 
@@ -17,13 +17,27 @@ class CatState(NamedTuple):
 
 
 @factory
-def cat(*, nan_strategy="warn") -> Metric:
+def cat(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], float] = "warn") -> Metric:
     """All values in arrival order: ``torch.cat([x_1, x_2, ...])``.
 
     0-d values become 1-element chunks. Under ``error``/``warn``/``ignore``,
     NaNs are removed in `finalize` (the result is then flattened, as in
-    torchmetrics); ``update`` stores the raw chunk, so it has a static shape.
-    The state grows with the data: O(total) over the run.
+    torchmetrics); ``update`` stores a copy of the chunk (never the caller's
+    buffer), so it has a static shape. The state grows with the data:
+    O(total) over the run.
+
+    Args:
+      nan_strategy: NaN values: ``"warn"`` (default, as torchmetrics: left
+        out, `finalize` warns with the count), ``"error"`` (left out, `finalize`
+        raises), ``"ignore"`` (left out silently), ``"disable"`` (no check: they
+        propagate), or a float that replaces them.
+
+    Inputs:
+      ``update(state, value)``: a tensor (equal trailing shapes across
+      updates), or a Python number.
+
+    Returns:
+      the values concatenated on dim 0, in their own dtype (an empty tensor on no data).
 
     Example::
 
@@ -38,7 +52,7 @@ def cat(*, nan_strategy="warn") -> Metric:
 
     def update(state, value):
         value = _nan.as_tensor(name, "value", value)
-        value = value.reshape(1) if value.dim() == 0 else value
+        value = (value.reshape(1) if value.dim() == 0 else value).detach().clone()
         if nan_strategy == "disable":
             return CatState(state.chunks + (value,), state.nan_count)
         nans = _nan.nan_count(value)
@@ -55,4 +69,4 @@ def cat(*, nan_strategy="warn") -> Metric:
 
     tags = CatState(chunks="cat", nan_count="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)
+                  name=name, reductions=tags, higher_is_better=None, is_differentiable=False)

@@ -1,7 +1,7 @@
 """`min` and `max`: running extrema (identity: +inf / -inf)."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, Union
 
 import torch
 
@@ -30,7 +30,7 @@ def _extremum(name: str, tag: str, nan_strategy) -> Metric:
         nans = state.nan_count
         if nan_strategy != "disable":
             nans = nans + _nan.nan_count(value)
-            # dropped NaNs become the identity, so they never win
+            # left-out NaNs become the identity, so they never win
             value = _nan.replace(start if _nan.drops(nan_strategy) else nan_strategy, value)
         if not value.numel():
             return ExtremumState(state.value, nans)
@@ -42,12 +42,24 @@ def _extremum(name: str, tag: str, nan_strategy) -> Metric:
 
     tags = ExtremumState(value=tag, nan_count="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)
+                  name=name, reductions=tags, higher_is_better=None, is_differentiable=False)
 
 
 @factory
-def min(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
-    """Smallest element seen: ``min_i x_i`` (``+inf`` before any data).
+def min(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], float] = "warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Smallest element seen: ``min_i x_i`` (``+inf``, the identity, before any data, as torchmetrics).
+
+    Args:
+      nan_strategy: NaN values: ``"warn"`` (default, as torchmetrics: left
+        out, `finalize` warns with the count), ``"error"`` (left out, `finalize`
+        raises), ``"ignore"`` (left out silently), ``"disable"`` (no check: they
+        propagate), or a float that replaces them.
+
+    Inputs:
+      ``update(state, value)``: a tensor of any shape, or a Python number.
+
+    Returns:
+      float64 0-d tensor.
 
     Example::
 
@@ -58,8 +70,20 @@ def min(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
 
 
 @factory
-def max(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
-    """Largest element seen: ``max_i x_i`` (``-inf`` before any data).
+def max(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], float] = "warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Largest element seen: ``max_i x_i`` (``-inf``, the identity, before any data, as torchmetrics).
+
+    Args:
+      nan_strategy: NaN values: ``"warn"`` (default, as torchmetrics: left
+        out, `finalize` warns with the count), ``"error"`` (left out, `finalize`
+        raises), ``"ignore"`` (left out silently), ``"disable"`` (no check: they
+        propagate), or a float that replaces them.
+
+    Inputs:
+      ``update(state, value)``: a tensor of any shape, or a Python number.
+
+    Returns:
+      float64 0-d tensor.
 
     Example::
 

@@ -1,7 +1,8 @@
 """`mean`: the weighted running mean."""
 from __future__ import annotations
 
-from typing import NamedTuple
+import warnings
+from typing import Literal, NamedTuple, Union
 
 import torch
 
@@ -19,12 +20,24 @@ class MeanState(NamedTuple):
 
 
 @factory
-def mean(*, nan_strategy="warn") -> Metric:
+def mean(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], float] = "warn") -> Metric:
     """Weighted mean ``sum_i w_i x_i / sum_i w_i`` over every element seen.
 
-    ``update(state, value, weight=None)``; ``weight`` (default 1) broadcasts to ``value``.
-    A NaN in a value or its weight drops both (per ``nan_strategy``). With no
-    weight seen the result is NaN.
+    A NaN in a value or its weight leaves both out (per ``nan_strategy``).
+    With no weight seen the result is NaN, with a warning (docs/conventions.md).
+
+    Args:
+      nan_strategy: NaN values: ``"warn"`` (default, as torchmetrics: left
+        out, `finalize` warns with the count), ``"error"`` (left out, `finalize`
+        raises), ``"ignore"`` (left out silently), ``"disable"`` (no check: they
+        propagate), or a float that replaces them.
+
+    Inputs:
+      ``update(state, value, weight=None)``: ``value`` a tensor of any shape
+      or a number; ``weight`` (default 1) broadcasts to ``value``.
+
+    Returns:
+      float64 0-d tensor.
 
     Example::
 
@@ -69,8 +82,12 @@ def mean(*, nan_strategy="warn") -> Metric:
 
     def finalize(state):
         _nan.report(name, nan_strategy, state.nan_count)
+        if not bool(state.weight != 0):
+            warnings.warn(f"{name}: no values were seen (empty input, or zero total weight); the mean is "
+                          "undefined and set to NaN", UserWarning, stacklevel=2)
+            return torch.full_like(state.weighted_sum, float("nan"))
         return state.weighted_sum / state.weight
 
     tags = MeanState(weighted_sum="sum", weight="sum", nan_count="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)
+                  name=name, reductions=tags, higher_is_better=None, is_differentiable=False)

@@ -1,7 +1,7 @@
 """`sum`: the running sum of all values."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, Union
 
 import torch
 
@@ -17,8 +17,20 @@ class SumState(NamedTuple):
 
 
 @factory
-def sum(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
-    """Sum of every element seen: ``sum_i x_i``.
+def sum(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], float] = "warn") -> Metric:  # noqa: A001 - torchmetrics' name
+    """Sum of every element seen: ``sum_i x_i`` (float64; 0 on no data, the empty sum).
+
+    Args:
+      nan_strategy: NaN values: ``"warn"`` (default, as torchmetrics: left
+        out, `finalize` warns with the count), ``"error"`` (left out, `finalize`
+        raises), ``"ignore"`` (left out silently), ``"disable"`` (no check: they
+        propagate), or a float that replaces them.
+
+    Inputs:
+      ``update(state, value)``: a tensor of any shape, or a Python number.
+
+    Returns:
+      float64 0-d tensor.
 
     Example::
 
@@ -46,4 +58,4 @@ def sum(*, nan_strategy="warn") -> Metric:  # noqa: A001 - torchmetrics' name
 
     tags = SumState(total="sum", nan_count="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=name, state_key=(name, str(nan_strategy)), reductions=tags)
+                  name=name, reductions=tags, higher_is_better=None, is_differentiable=False)

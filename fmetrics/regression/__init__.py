@@ -1,8 +1,12 @@
 """Regression and correlation metrics (torchmetrics' functional names and options).
 
-Means, variances and covariances are Chan-merged float64 moments
-(`fmetrics.regression._moments`), never raw sums of squares; Spearman and
-Kendall keep a concatenating state and rank once in `finalize`.
+Every metric is a member of a `fmetrics.Family` (one state definition, named
+finalizers): MSE/RMSE, R²/explained variance/RSE, Pearson/concordance,
+Spearman/Kendall and the four NRMSE normalizations over one configuration
+share one state in a collection. Means, variances and covariances are
+Chan-merged float64 moments (`fmetrics.regression._moments`), never raw sums
+of squares; Spearman and Kendall keep a concatenating state and rank once in
+`finalize`. NaN/inf follow one rule, ``nan_strategy`` (docs/regression.md).
 """
 from fmetrics.regression.concordance import concordance_corrcoef
 from fmetrics.regression.cosine_similarity import cosine_similarity

@@ -1,12 +1,19 @@
-"""Builder for metrics that average a per-element error: ``mean_i f(preds_i, target_i)``.
+"""The family of metrics that average a per-element error: ``mean_i f(preds_i, target_i)``.
 
 MSE, MAE, MSLE, MAPE, SMAPE, log-cosh and Tweedie deviance are all
-``total / count`` over a sum-mergeable state (float64 sums of non-negative
-terms: no cancellation, so plain sums are exact enough). A value rule
-(``preds >= 0`` for MSLE, ...) drops the entries that break it and counts
-them; `finalize` raises (``on_invalid="error"``), warns or ignores, and the
-kept entries are never lost: ``fm.mean_squared_log_error(on_invalid="ignore")``
-finalizes the same state over the valid entries.
+``total / count`` over one sum-mergeable state (float64 sums of non-negative
+terms: no cancellation, so plain sums are exact enough). `family` declares
+that state for one ``f`` as a `fmetrics.Family`; members (MSE and RMSE, or a
+metric under several NaN policies) finalize it differently and share it in a
+collection.
+
+Bad input (docs/regression.md): entries with a NaN or inf in preds or target
+are counted (``nonfinite``); under ``nan_strategy="warn"``/``"ignore"`` they
+are left out of the sums, under ``"error"`` `finalize` raises with the count
+(on CPU the eager check raises before the state is touched), under
+``"disable"`` they propagate. A value rule (``preds >= 0`` for MSLE, ...)
+leaves the entries that break it out and counts them (``invalid``);
+`finalize` raises, warns or ignores per ``on_invalid``.
 """
 from __future__ import annotations
 
@@ -15,68 +22,95 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
+from fmetrics.family import Family
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
-from fmetrics.state import accum_dtype, merge_fields
+from fmetrics.state import accum_dtype
 
 
 class ElementwiseState(NamedTuple):
-    total: torch.Tensor  # float64 (D,): sum of f over kept entries
-    count: torch.Tensor  # int64 (D,): kept entries per output
-    invalid: torch.Tensor  # int64 (): entries that broke the value rule (dropped)
+    total: torch.Tensor  # float64 (D,): sum of f over counted entries
+    count: torch.Tensor  # int64 (D,): counted entries per output
+    invalid: torch.Tensor  # int64 (D,): entries that broke the value rule (left out)
+    nonfinite: torch.Tensor  # int64 (D,): entries with a NaN/inf in preds or target
 
+
+TAGS = ElementwiseState(total="sum", count="sum", invalid="sum", nonfinite="sum")
 
 Rule = tuple  # (description, valid(preds, target) -> bool mask)
 
 
-def elementwise_mean(
-    name: str,
+def family(
+    kind: str,
     fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
     num_outputs: int,
-    key: tuple,
+    nan_strategy: str,
     rule: Optional[Rule] = None,
-    on_invalid: str = "error",
-    post: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-) -> Metric:
-    """``post(sum f(p, t) / n)`` per output.
+    name: str = "",
+) -> Family:
+    """The state ``sum f(p, t)`` and counts per output, for one ``f`` (named ``kind``).
 
     ``fn(d, p, t)`` gets ``d = p - t`` as a fresh float64 ``(N, D)`` buffer it may
     overwrite (in-place ops keep large CPU batches free of extra temporaries)
     and the ``(N, D)`` inputs in their own dtype (cast them with `as_acc`).
-
-    With ``num_outputs == 1`` every element is a sample and the value is 0-d;
-    otherwise inputs are ``(N, num_outputs)`` and the value is ``(num_outputs,)``.
-    ``key`` names the state (equal keys share one state in a collection).
+    With ``num_outputs == 1`` every element is a sample. The key holds what
+    changes the update: ``kind``, ``num_outputs`` and whether non-finite
+    entries are left out (every ``nan_strategy`` but ``"disable"``).
     """
+    name = name or kind
     _inputs.check_num_outputs(name, num_outputs)
-    _inputs.check_policy(name, on_invalid)
+    _inputs.check_nan_strategy(name, nan_strategy)
+    drop = nan_strategy in ("warn", "ignore")
+    disable = nan_strategy == "disable"
 
     def init():
-        acc = accum_dtype()
-        return ElementwiseState(torch.zeros(num_outputs, dtype=acc), torch.zeros(num_outputs, dtype=torch.int64),
-                                torch.zeros((), dtype=torch.int64))
+        z = torch.zeros(num_outputs, dtype=torch.int64)
+        return ElementwiseState(torch.zeros(num_outputs, dtype=accum_dtype()), z, z.clone(), z.clone())
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=True)
         t = _inputs.columns(name, target, num_outputs, flatten=True)
-        values = fn(_inputs.difference(p, t, state.total), p, t)
-        if rule is None:
-            return ElementwiseState(state.total + values.sum(0), state.count + p.shape[0], state.invalid)
-        ok = rule[1](p, t)
-        return ElementwiseState(
-            state.total + torch.where(ok, values, 0).sum(0),
-            state.count + ok.sum(0, dtype=torch.int64),
-            state.invalid + validation.count(~ok),
-        )
-
-    def finalize(state):
+        d = _inputs.difference(p, t, state.total)  # non-finite exactly where p or t is
+        rows = p.shape[0]
+        if disable:
+            nonfinite, ones = state.nonfinite, None
+        else:
+            ones = _inputs.finite_ones(d)
+            bad = (rows - torch.nansum(ones, 0)).to(torch.int64)
+            nonfinite = state.nonfinite + bad
+        values = fn(d, p, t)
         if rule is not None:
-            validation.report(name, {f"{rule[0]} (the entries were dropped)": state.invalid}, on_invalid)
-        value = state.total / state.count
-        value = value if post is None else post(value)
+            ok = rule[1](p, t)
+            if ones is not None:
+                ok = ok & ~torch.isnan(ones)
+            return ElementwiseState(state.total + torch.where(ok, values, 0).sum(0),
+                                    state.count + ok.sum(0, dtype=torch.int64),
+                                    state.invalid + validation.count(~ok) - (nonfinite - state.nonfinite).sum(),
+                                    nonfinite)
+        if drop:  # NaN * anything is NaN, and nansum leaves it out
+            return ElementwiseState(state.total + torch.nansum(values.mul_(ones), 0), state.count + (rows - bad),
+                                    state.invalid, nonfinite)
+        return ElementwiseState(state.total + values.sum(0), state.count + rows, state.invalid, nonfinite)
+
+    return Family(name=f"regression.{kind}", key=(num_outputs, disable), init=init, update=update, reductions=TAGS,
+                  check=_inputs.finite_check(name) if nan_strategy == "error" else None)
+
+
+def member(fam: Family, name: str, num_outputs: int, nan_strategy: str, post=None, on_invalid: str = "error",
+           rule: Optional[Rule] = None, **metadata) -> Metric:
+    """The member ``post(total / count)`` of ``fam`` that reports per ``nan_strategy`` and ``on_invalid``."""
+    _inputs.check_policy(name, on_invalid)
+
+    def finish(state):
+        _inputs.report_count(name, nan_strategy, state.nonfinite)
+        if rule is not None:
+            validation.report(name, {rule[0]: state.invalid.sum()}, on_invalid)
+        if _inputs.empty(name, state.count):
+            value = torch.full_like(state.total, float("nan"))
+        else:
+            value = state.total / state.count
+            value = value if post is None else post(value)
         return value[0] if num_outputs == 1 else value
 
-    tags = ElementwiseState(total="sum", count="sum", invalid="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("regression.elementwise", *key, num_outputs), reductions=tags)
+    return fam.metric(name, finish, **metadata)

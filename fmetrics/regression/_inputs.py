@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from fmetrics import validation
@@ -87,3 +89,95 @@ def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor) -> torch.Te
     glibc's trim threshold, so large batches do not page-fault on every update.
     """
     return a.to(like.dtype, copy=True).sub_(b.to(like.dtype))
+
+
+# ---------------------------------------------------------------- NaN / inf (docs/regression.md, "Bad input")
+
+NAN_STRATEGIES = ("error", "warn", "ignore", "disable")
+NONFINITE_RULE = "preds and target must be finite (no NaN or inf)"
+
+
+def check_nan_strategy(name: str, nan_strategy) -> str:
+    return validation.check_policy(name, "nan_strategy", nan_strategy, NAN_STRATEGIES)
+
+
+def finite_check(name: str, names=("preds", "target")):
+    """The eager check of ``nan_strategy="error"``: raises quoting the first non-finite values (CPU, eager).
+
+    A float32 sum is finite exactly when every entry is (barring overflow of
+    huge values, which then takes the exact test): one cheap pass per input.
+    """
+
+    def check(*inputs, **kwargs):
+        for arg, x in zip(names, inputs):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() \
+                    and not bool(torch.isfinite(x.sum())):
+                bad = x[~torch.isfinite(x)]
+                if bad.numel():
+                    raise ValueError(f"{name}: {arg} must be finite (nan_strategy='error'); found "
+                                     f"{validation.quote(bad)}. Pass nan_strategy='ignore' or 'warn' to leave "
+                                     f"such entries out, or 'disable' to let them propagate")
+
+    return check
+
+
+def finite_ones(z: torch.Tensor) -> torch.Tensor:
+    """``1`` where ``z`` is finite, NaN where it is not (one arithmetic pass; bool passes cost ~10x on CPU)."""
+    return torch.add(torch.ones((), dtype=z.dtype, device=z.device), z, alpha=0)
+
+
+def nonfinite_columns(z: torch.Tensor) -> torch.Tensor:
+    """int64 ``(K,)`` non-finite entries per column of float ``(N, K)`` ``z``."""
+    return (z.shape[0] - torch.nansum(finite_ones(z), 0)).to(torch.int64)
+
+
+def flag_nonfinite(inv: validation.Invalid, *zs: torch.Tensor) -> validation.Invalid:
+    """Folds the non-finite entries of float ``(N, K)`` tensors ``zs`` (one update call) into ``inv``.
+
+    No bool pass over the batch: counts per column from `finite_ones`; the
+    first value is the first non-finite entry of the first column holding one.
+    """
+    n = torch.zeros((), dtype=torch.int64, device=inv.count.device)
+    first = torch.full((), float("nan"), dtype=torch.float64, device=inv.count.device)
+    found = torch.zeros((), dtype=torch.bool, device=inv.count.device)
+    for z in zs:
+        if not z.numel():
+            continue
+        ones = finite_ones(z)
+        per_column = (z.shape[0] - torch.nansum(ones, 0)).to(torch.int64)
+        j = torch.argmax((per_column > 0).to(torch.uint8))
+        row = torch.argmax(torch.isnan(ones.index_select(1, j.reshape(1))[:, 0]).to(torch.uint8))
+        here = per_column.sum()
+        flat = (row * z.shape[1] + j).reshape(1)
+        first = torch.where(found, first, z.reshape(-1).index_select(0, flat)[0].to(torch.float64))
+        found = found | (here > 0)
+        n = n + here
+    seen = inv.count > 0
+    call = torch.where(seen, inv.call, torch.where(n > 0, inv.calls + 1, torch.zeros_like(inv.call)))
+    return validation.Invalid(inv.count + n, torch.where(seen, inv.first, first), call, inv.calls + 1)
+
+
+def row_weights(z: torch.Tensor) -> torch.Tensor:
+    """float ``(N,)``: 1 for rows of ``(N, ...)`` ``z`` without NaN/inf, 0 for the others."""
+    return torch.nan_to_num(finite_ones(z.flatten(1).sum(1) if z.dim() > 1 else z), nan=0.0)
+
+
+def report_count(name: str, policy: str, count: torch.Tensor) -> None:
+    """`finalize`'s report of non-finite entries counted without a first value (sum-mergeable states)."""
+    if policy in ("error", "warn"):
+        validation.report(name, {f"{NONFINITE_RULE}; pass nan_strategy='ignore' to leave them out": count.sum()},
+                          policy)
+
+
+def report_invalid(name: str, policy: str, inv: validation.Invalid) -> None:
+    if policy in ("error", "warn"):
+        validation.invalid_report(name, NONFINITE_RULE, inv, policy)
+
+
+def empty(name: str, n) -> bool:
+    """Warns (and returns True) when no sample was seen: the value is then NaN (docs/conventions.md)."""
+    if int(torch.as_tensor(n).min()) == 0:
+        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
+                      UserWarning, stacklevel=3)
+        return True
+    return False

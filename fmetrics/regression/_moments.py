@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import torch
 
+from fmetrics import validation
+from fmetrics.regression import _inputs
+
 # Batches of at most this many elements per input stack preds and target into one
 # (N, 2, D) float64 buffer (half the operations: per-update overhead dominates);
 # larger ones use two (N, D) buffers (no stacking copy: memory traffic dominates).
@@ -52,7 +55,7 @@ def absorb(n: torch.Tensor, rows: int, k: torch.Tensor, s1: torch.Tensor):
     The caller finishes ``M2' = M2 + S2 - s1 w`` and ``C' = C + Sxy - s1_x w_y``.
     """
     n = n + rows
-    w = s1 / n
+    w = s1 / torch.clamp(n, min=1)
     return n, k + w, w
 
 
@@ -92,3 +95,114 @@ def degenerate(n: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor) -> torch.T
     eps = torch.finfo(m2.dtype).eps if m2.is_floating_point() else 0.0
     scale = 64 * eps * mean.abs()
     return (n < 2) | (m2 <= n.to(m2.dtype) * scale * scale) | ~torch.isfinite(m2)
+
+
+def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str):
+    """``state`` (fields ``n, mean, m2[, c_xy], invalid``) after the rows of ``(N, D)`` ``x`` and ``y``.
+
+    The two variables are ``(x, y)``, or ``(x, y - x)`` with ``residual``
+    (R²'s target and residual ``preds - target``); a ``c_xy`` field gets their
+    co-moment. ``mode``: ``"count"`` counts non-finite entries into
+    ``state.invalid``, ``"drop"`` also leaves their rows out (0/1 row
+    weights), ``"off"`` does neither (``nan_strategy="disable"``).
+    """
+    rows = x.shape[0]
+    if rows == 0:
+        return state
+    cross = len(state) == 5
+    acc = state.mean.dtype
+    inv = state.invalid
+    if x.numel() <= STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
+        z = torch.stack((x, y), 1).to(acc)
+        if mode != "off":
+            inv = _inputs.flag_nonfinite(inv, z.reshape(rows, -1))
+        if residual:
+            z[:, 1].sub_(z[:, 0])
+        if mode == "drop":
+            w = _inputs.row_weights(z)
+            z = torch.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+        k = shift(state.n, state.mean, z[0])
+        z = z.sub_(k)
+        if mode == "drop":
+            z = z.mul_(w[:, None, None])
+        s1 = z.sum(0)
+        sxy = (z[:, 0] * z[:, 1]).sum(0) if cross else None
+        s2 = _inputs.square(z).sum(0)
+    else:  # two (N, D) buffers: fewer bytes moved
+        a, b = x.to(acc, copy=True), y.to(acc, copy=True)
+        if mode != "off":
+            inv = _inputs.flag_nonfinite(inv, a, b)
+        if residual:
+            b = b.sub_(a)
+        if mode == "drop":
+            w = _inputs.row_weights(a) * _inputs.row_weights(b)
+            a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
+            b = torch.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
+        k = shift(state.n, state.mean, torch.stack((a[0], b[0])))
+        a, b = a.sub_(k[0]), b.sub_(k[1])
+        if mode == "drop":
+            a, b = a.mul_(w[:, None]), b.mul_(w[:, None])
+        s1 = torch.stack((a.sum(0), b.sum(0)))
+        sxy = (a * b).sum(0) if cross else None
+        s2 = torch.stack((_inputs.square(a, b).sum(0), _inputs.square(b, a).sum(0)))
+    count = w.sum().to(torch.int64) if mode == "drop" else rows
+    n, mean, w_new = absorb(state.n, count, k, s1)
+    fields = [n, mean, torch.addcmul(state.m2 + s2, s1, w_new, value=-1)]
+    if cross:
+        fields.append(torch.addcmul(state.c_xy + sxy, s1[0], w_new[1], value=-1))
+    return type(state)(*fields, inv)
+
+
+def merge(a, b):
+    """Chan's merge of two moment states (fields ``n, mean, m2[, c_xy], invalid``)."""
+    n, w_b, cross = weights(a.n, b.n, a.mean.dtype)
+    d = b.mean - a.mean
+    fields = [n, merge_mean(a.mean, b.mean, w_b), merge_comoment(a.m2, b.m2, d, d, cross)]
+    if len(a) == 5:
+        fields.append(merge_comoment(a.c_xy, b.c_xy, d[0], d[1], cross))
+    return type(a)(*fields, validation.invalid_merge(a.invalid, b.invalid))
+
+
+def weigh_rows(rows, weights: torch.Tensor):
+    """The moment family's `Metric.weigh_rows`: each replicate's batch state in closed form.
+
+    ``rows`` are one-row states stacked ``(B, ...)``: ``n`` 1 (0 for a row
+    left out), ``mean`` the row's two values ``(B, 2, D)``, zero ``m2`` (and
+    ``c_xy``). With the rows shifted by their unweighted mean ``K`` (``c_i =
+    z_i - K``, for precision), effective weights ``W_ri = weights_ri n_i`` and
+    ``S_1 = W c``, ``S_2 = W c^2``, ``S_xy = W (c_x c_y)`` (one matmul,
+    ``(1 + 5D, B) x (B, R)``)::
+
+        n = W 1,  mean = K + S_1 / n,  m2 = S_2 - S_1^2 / n,  c_xy = S_xy - S_1x S_1y / n
+
+    (``n = 0`` gives ``(0, K, 0, 0)``, an identity of the Chan merge): the
+    exact weighted sample, as repeated merges, in one matmul. The deferred
+    record counts each row's non-finite entries ``weights`` times.
+    """
+    cross = len(rows) == 5
+    z = rows.mean  # (B, 2, D)
+    w = weights.to(z.dtype) * rows.n.to(z.dtype)  # (R, B)
+    k = z.mean(0)
+    c = z - k
+    parts = [torch.ones_like(z[:, 0, 0]), c, c * c] + ([c[:, 0] * c[:, 1]] if cross else [])
+    sums = torch.cat([x.reshape(x.shape[0], -1) for x in parts], dim=1).mT @ w.mT  # (S, R)
+    width = c[0].numel()
+    n = sums[0]
+    s1 = sums[1:1 + width].mT.reshape(-1, *c.shape[1:])
+    s2 = sums[1 + width:1 + 2 * width].mT.reshape(s1.shape)
+    inv = 1 / n.clamp(min=1).reshape(-1, 1, 1)
+    mean = s1 * inv
+    out = [n.round().to(rows.n.dtype), mean + k, torch.addcmul(s2, mean, s1, value=-1)]
+    if cross:
+        out.append(torch.addcmul(sums[1 + 2 * width:].mT, mean[:, 0], s1[:, 1], value=-1))
+    return type(rows)(*out, _weigh_invalid(rows.invalid, weights))
+
+
+def _weigh_invalid(rows: validation.Invalid, weights: torch.Tensor) -> validation.Invalid:
+    """Per replicate: one update call whose offending entries are the rows' ``weights`` times over."""
+    count = (weights.to(torch.int64) * rows.count).sum(-1)  # (R,)
+    picked = (weights > 0) & (rows.count > 0)  # (R, B)
+    first = rows.first[torch.argmax(picked.to(torch.uint8), dim=-1)]
+    bad = count > 0
+    one = torch.ones_like(count)
+    return validation.Invalid(count, torch.where(bad, first, torch.nan), torch.where(bad, one, 0 * one), one)

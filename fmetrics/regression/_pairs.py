@@ -1,48 +1,13 @@
-"""The concatenating state of the rank correlations (`spearman_corrcoef`, `kendall_rank_corrcoef`).
+"""Ranking helpers of the rank correlations (`spearman_corrcoef`, `kendall_rank_corrcoef`).
 
-``update`` appends the batch's ``(N, D)`` preds and target as chunks (O(1)
-per batch, no host sync); ``finalize`` joins them once and ranks there.
-Both metrics with one ``num_outputs`` have the same state key, so a
-collection of them keeps one copy of the data.
+Their state (the concatenated data) is the family in `fmetrics.regression._paired`.
 """
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from fmetrics import _keys
-from fmetrics.metric import Metric
-from fmetrics.regression import _inputs
-from fmetrics.state import cat_chunks, merge_fields
-
-
-class PairsState(NamedTuple):
-    preds: tuple  # (N_i, D) chunks, joined in finalize
-    target: tuple  # (N_i, D) chunks
-
-
-def pairs_metric(name: str, num_outputs: int, finalize) -> Metric:
-    """A `Metric` over `PairsState`; ``finalize(preds (N, D), target (N, D))`` gets the joined data."""
-    _inputs.check_num_outputs(name, num_outputs)
-
-    def init():
-        return PairsState((), ())
-
-    def update(state, preds, target):
-        preds, target = _inputs.pair(name, preds, target)
-        x = _inputs.columns(name, preds, num_outputs, flatten=False)
-        y = _inputs.columns(name, target, num_outputs, flatten=False)
-        return PairsState(state.preds + (x,), state.target + (y,))
-
-    def final(state):
-        empty = torch.empty(0, num_outputs)
-        return finalize(cat_chunks(state.preds, empty), cat_chunks(state.target, empty))
-
-    tags = PairsState(preds="cat", target="cat")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=final, name=name,
-                  state_key=("regression.pairs", num_outputs), reductions=tags)
 
 
 def runs(sorted_x: torch.Tensor) -> torch.Tensor:

@@ -8,8 +8,8 @@ with Chan's formulas (`fmetrics.regression._moments`) in float64. From them::
     RSS = M2_e + n mean_e^2          (residual sum of squares; both terms >= 0)
     Var(e) / Var(t) = M2_e / M2_t    (explained variance)
 
-Every configuration of the three metrics with one ``num_outputs`` has the same
-state key, so a collection of them runs one update.
+Every configuration of the three metrics with one ``num_outputs`` (and NaN
+mode) is one `fmetrics.Family` state, so a collection of them runs one update.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 import torch
 
-from fmetrics.metric import Metric
+from fmetrics import validation
+from fmetrics.family import Family
 from fmetrics.regression import _inputs, _moments
 from fmetrics.state import accum_dtype
 
@@ -29,48 +30,29 @@ class ResidualState(NamedTuple):
     n: torch.Tensor  # int64 (): rows seen
     mean: torch.Tensor  # float64 (2, D): means of the target (row 0) and the residual preds - target (row 1)
     m2: torch.Tensor  # float64 (2, D): their centred second moments, sum (t - mean_t)^2 and sum (e - mean_e)^2
+    invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
-def merge(a: ResidualState, b: ResidualState) -> ResidualState:
-    n, w_b, cross = _moments.weights(a.n, b.n, a.mean.dtype)
-    d = b.mean - a.mean
-    return ResidualState(n, _moments.merge_mean(a.mean, b.mean, w_b), _moments.merge_comoment(a.m2, b.m2, d, d, cross))
-
-
-def residual_metric(name: str, num_outputs: int, finalize) -> Metric:
-    """A `Metric` over `ResidualState` with the given ``finalize``."""
+def family(num_outputs: int, nan_strategy: str, name: str) -> Family:
+    """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`."""
     _inputs.check_num_outputs(name, num_outputs)
+    _inputs.check_nan_strategy(name, nan_strategy)
+    mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())
-        return ResidualState(torch.zeros((), dtype=torch.int64), zero, zero.clone())
+        return ResidualState(torch.zeros((), dtype=torch.int64), zero, zero.clone(), validation.invalid_init())
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        if t.shape[0] == 0:
-            return state
-        acc = state.mean.dtype
-        if t.numel() <= _moments.STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
-            z = torch.stack((t, p), 1).to(acc)
-            z[:, 1].sub_(z[:, 0])  # the residual p - t, exact for float32 inputs
-            k = _moments.shift(state.n, state.mean, z[0])
-            z = z.sub_(k)
-            s1, s2 = z.sum(0), _inputs.square(z).sum(0)
-        else:  # two (N, D) buffers: fewer bytes moved
-            ct = t.to(acc, copy=True)
-            ce = p.to(acc, copy=True).sub_(ct)
-            k = _moments.shift(state.n, state.mean, torch.stack((ct[0], ce[0])))
-            ct, ce = ct.sub_(k[0]), ce.sub_(k[1])
-            s1 = torch.stack((ct.sum(0), ce.sum(0)))
-            s2 = torch.stack((_inputs.square(ct).sum(0), _inputs.square(ce).sum(0)))
-        n, mean, w = _moments.absorb(state.n, t.shape[0], k, s1)
-        return ResidualState(n, mean, torch.addcmul(state.m2 + s2, s1, w, value=-1))
+        return _moments.update(state, t, p, residual=True, mode=mode)
 
-    tags = ResidualState(n=None, mean=None, m2=None)
-    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,
-                  state_key=("regression.residual_moments", num_outputs), reductions=tags)
+    tags = ResidualState(n=None, mean=None, m2=None, invalid=None)
+    return Family(name="regression.residual_moments", key=(num_outputs, mode), init=init, update=update,
+                  reductions=tags, merge=_moments.merge, weigh_rows=_moments.weigh_rows,
+                  check=_inputs.finite_check(name) if nan_strategy == "error" else None)
 
 
 def rss(state: ResidualState) -> torch.Tensor:
@@ -78,8 +60,12 @@ def rss(state: ResidualState) -> torch.Tensor:
     return state.m2[1] + state.n * state.mean[1] * state.mean[1]
 
 
-def undefined(name: str, state: ResidualState) -> torch.Tensor:
-    """Outputs whose target is constant (or with < 2 samples); warns when there is one."""
+def undefined(name: str, state: ResidualState, nan_strategy: str) -> torch.Tensor:
+    """Outputs whose target is constant (or with < 2 samples); warns when there is one.
+
+    Reports non-finite input first (per ``nan_strategy``).
+    """
+    _inputs.report_invalid(name, nan_strategy, state.invalid)
     bad = _moments.degenerate(state.n, state.mean[0], state.m2[0])
     if bool(bad.any()):
         warnings.warn(f"{name}: the target is constant (or has fewer than 2 samples) for "

@@ -2,8 +2,10 @@
 
 ``reduction="sum"`` / ``"mean"`` keep a float64 sum and a count (sum-mergeable);
 ``"none"`` / ``None`` keep the per-row values as chunks, joined in `finalize`.
-Rows breaking a value rule are dropped from the sum (NaN in the ``"none"``
+Rows breaking a value rule are left out of the sum (NaN in the ``"none"``
 output) and counted; `finalize` raises, warns or ignores per ``on_invalid``.
+Rows with a NaN/inf entry are counted and left out likewise, reported per
+``nan_strategy`` (docs/regression.md).
 """
 from __future__ import annotations
 
@@ -12,49 +14,67 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
+from fmetrics.family import Family
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.state import accum_dtype, cat_chunks
 
 REDUCTIONS = ("mean", "sum", "none", None)
 
 
 class RowState(NamedTuple):
-    total: torch.Tensor  # float64 (): sum of kept row values
-    count: torch.Tensor  # int64 (): kept rows
-    invalid: torch.Tensor  # int64 (): rows that broke the value rule
+    total: torch.Tensor  # float64 (): sum of counted row values
+    count: torch.Tensor  # int64 (): counted rows
+    invalid: torch.Tensor  # int64 (): finite rows that broke the value rule (left out)
+    nonfinite: torch.Tensor  # int64 (): rows with a NaN/inf entry (left out unless nan_strategy="disable")
     rows: tuple  # per-row values (reduction "none" only), joined in finalize
 
 
 def row_metric(name: str, fn: Callable, reduction, key: tuple, names=("preds", "target"),
-               rule: Optional[tuple] = None, on_invalid: str = "error") -> Metric:
-    """``fn(a, b)`` maps float64 ``(N, D)`` inputs to ``(N,)`` row values; ``rule = (text, valid(a, b) -> (N,))``."""
+               rule: Optional[tuple] = None, on_invalid: str = "error", nan_strategy: str = "error",
+               **metadata) -> Metric:
+    """``fn(a, b)`` maps float64 ``(N, D)`` inputs to ``(N,)`` row values; ``rule = (text, valid(a, b) -> (N,))``.
+
+    The state is a `fmetrics.Family` keyed by ``key``, whether rows are kept
+    (``reduction="none"``) and whether NaN/inf rows are left out.
+    """
     _inputs.check_choice(name, "reduction", reduction, REDUCTIONS)
     _inputs.check_policy(name, on_invalid)
+    _inputs.check_nan_strategy(name, nan_strategy)
     keep_rows = reduction in ("none", None)
+    disable = nan_strategy == "disable"
 
     def init():
-        return RowState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64),
-                        torch.zeros((), dtype=torch.int64), ())
+        z = torch.zeros((), dtype=torch.int64)
+        return RowState(torch.zeros((), dtype=accum_dtype()), z, z.clone(), z.clone(), ())
 
     def update(state, a, b):
         a, b = _inputs.pair(name, a, b, names)
         if a.dim() != 2:
             raise validation.fail(name, names[0], "a 2-d tensor (N, D)", f"shape {tuple(a.shape)}")
         a, b = _inputs.as_acc(a, state.total), _inputs.as_acc(b, state.total)
+        finite = torch.ones(a.shape[0], dtype=torch.bool, device=a.device) if disable else \
+            (torch.isfinite(a) & torch.isfinite(b)).all(-1)
         values = fn(a, b)
-        ok = rule[1](a, b) if rule is not None else torch.ones_like(values, dtype=torch.bool)
+        ok = finite if rule is None else finite & rule[1](a, b)
         kept = torch.where(ok, values, torch.nan)
         return RowState(state.total + torch.where(ok, values, 0).sum(), state.count + ok.sum(dtype=torch.int64),
-                        state.invalid + validation.count(~ok), state.rows + ((kept,) if keep_rows else ()))
+                        state.invalid + validation.count(finite & ~ok), state.nonfinite + validation.count(~finite),
+                        (kept,) if keep_rows else ())
 
-    def finalize(state):
+    def finish(state):
+        _inputs.report_count(name, nan_strategy, state.nonfinite)
         if rule is not None:
-            validation.report(name, {f"{rule[0]} (the rows were dropped)": state.invalid}, on_invalid)
+            validation.report(name, {rule[0]: state.invalid}, on_invalid)
         if keep_rows:
             return cat_chunks(state.rows, torch.empty(0, dtype=state.total.dtype))
-        return state.total if reduction == "sum" else state.total / state.count
+        if reduction == "sum":
+            return state.total
+        if _inputs.empty(name, state.count):
+            return torch.full_like(state.total, float("nan"))
+        return state.total / state.count
 
-    tags = RowState(total="sum", count="sum", invalid="sum", rows="cat")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=(f"regression.{name}", *key, keep_rows), reductions=tags)
+    tags = RowState(total="sum", count="sum", invalid="sum", nonfinite="sum", rows="cat")
+    fam = Family(name=f"regression.{name}", key=(*key, keep_rows, disable), init=init, update=update,
+                 reductions=tags, check=_inputs.finite_check(name, names) if nan_strategy == "error" else None)
+    return fam.metric(name, finish, **metadata)

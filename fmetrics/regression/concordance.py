@@ -4,17 +4,28 @@ from __future__ import annotations
 import torch
 
 from fmetrics.metric import Metric
-from fmetrics.regression.pearson import comoment_metric, undefined
 from fmetrics.recipe import factory
+from fmetrics.regression.pearson import NanStrategy, comoments, undefined
 
 
 @factory
-def concordance_corrcoef(*, num_outputs: int = 1) -> Metric:
+def concordance_corrcoef(*, num_outputs: int = 1, nan_strategy: NanStrategy = "error") -> Metric:
     """Lin's ``rho_c = 2 s_xy / (s_x^2 + s_y^2 + (mx - my)^2)``.
 
     ``s`` are the sample (``n - 1``) covariance and variances, as torchmetrics
     computes them. Shares the Chan-merged state of `pearson_corrcoef`;
     constant preds or target: NaN and a warning (as torchmetrics).
+
+    Args:
+      num_outputs: number of columns (default ``1``: inputs ``(N,)``).
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (row left out) or ``"disable"`` (propagate).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
+
+    Returns:
+      float64 tensor in ``[-1, 1]``, 0-d or ``(num_outputs,)``.
 
     Example::
 
@@ -22,13 +33,14 @@ def concordance_corrcoef(*, num_outputs: int = 1) -> Metric:
         tensor(0.9777, dtype=torch.float64)
     """
     name = "concordance_corrcoef"
+    fam = comoments(num_outputs, nan_strategy, name)
 
-    def finalize(state):
-        bad = undefined(name, state)
+    def finish(state):
+        bad = undefined(name, state, nan_strategy)
         dof = torch.clamp(state.n - 1, min=1).to(state.c_xy.dtype)
         dm = state.mean[0] - state.mean[1]
         rho = 2 * state.c_xy / (state.m2[0] + state.m2[1] + dof * dm * dm)
         rho = torch.where(bad, torch.nan, rho)
         return rho[0] if num_outputs == 1 else rho
 
-    return comoment_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=None, is_differentiable=True, bounds=(-1.0, 1.0))

@@ -4,17 +4,31 @@ from __future__ import annotations
 import torch
 
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs, _residual
 from fmetrics.recipe import factory
+from fmetrics.regression import _inputs, _residual
+from fmetrics.regression.r2 import Multioutput, NanStrategy
 
 
 @factory
-def explained_variance(*, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
+def explained_variance(*, multioutput: Multioutput = "uniform_average", num_outputs: int = 1,
+                       nan_strategy: NanStrategy = "error") -> Metric:
     """Explained variance ``1 - Var(t - p) / Var(t)`` per output, then ``multioutput``.
 
-    ``multioutput`` as in `r2_score` (``"variance_weighted"`` weights by
-    ``Var(t)``). Both variances are Chan-merged float64 moments. A constant
-    target makes the score undefined: NaN and a warning.
+    Both variances are Chan-merged float64 moments (the state of `r2_score`).
+    A constant target makes the score undefined: NaN and a warning.
+
+    Args:
+      multioutput: ``"uniform_average"`` (default), ``"raw_values"`` or
+        ``"variance_weighted"`` (weights ``Var(t)``), as in `r2_score`.
+      num_outputs: number of output columns (default ``1``: inputs ``(N,)``).
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (row left out) or ``"disable"`` (propagate).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
+
+    Returns:
+      float64 0-d tensor, or ``(num_outputs,)`` for ``"raw_values"``.
 
     Example::
 
@@ -23,11 +37,12 @@ def explained_variance(*, multioutput: str = "uniform_average", num_outputs: int
     """
     name = "explained_variance"
     _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
+    fam = _residual.family(num_outputs, nan_strategy, name)
 
-    def finalize(state):
-        bad = _residual.undefined(name, state)
+    def finish(state):
+        bad = _residual.undefined(name, state, nan_strategy)
         tss = state.m2[0]
         scores = torch.where(bad, torch.nan, 1 - state.m2[1] / torch.where(bad, 1, tss))
         return _residual.average(scores, tss, bad, multioutput, num_outputs)
 
-    return _residual.residual_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=True, is_differentiable=True, bounds=(None, 1.0))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Literal, Optional
 
 import torch
 
@@ -13,10 +14,26 @@ from fmetrics.recipe import factory
 
 
 @factory
-def jensen_shannon_divergence(*, log_prob: bool = False, reduction: str = "mean", on_invalid: str = "error") -> Metric:
+def jensen_shannon_divergence(*, log_prob: bool = False,
+                              reduction: Optional[Literal["mean", "sum", "none"]] = "mean",
+                              on_invalid: Literal["error", "warn", "ignore"] = "error",
+                              nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
     """``JS(P, Q) = KL(P || M)/2 + KL(Q || M)/2``, ``M = (P + Q)/2``, per row (natural log, in ``[0, log 2]``).
 
-    Options and the value rule as in `kl_divergence`.
+    Args:
+      log_prob: ``False`` (default): rows are normalized weights; ``True``:
+        log-probabilities.
+      reduction: ``"mean"`` (default), ``"sum"``, or ``"none"``/``None``.
+      on_invalid: rows that are not distributions (as `kl_divergence`):
+        ``"error"`` (default), ``"warn"`` or ``"ignore"``.
+      nan_strategy: NaN/inf entries: ``"error"`` (default), ``"warn"``/
+        ``"ignore"`` (the row is left out) or ``"disable"`` (propagate).
+
+    Inputs:
+      ``update(state, p, q)``: real tensors ``(N, D)``.
+
+    Returns:
+      float64 0-d tensor, or ``(N,)`` for ``"none"``.
 
     Example::
 
@@ -36,4 +53,5 @@ def jensen_shannon_divergence(*, log_prob: bool = False, reduction: str = "mean"
         return 0.5 * xlogy_ratio(p, m).sum(-1) + 0.5 * xlogy_ratio(q, m).sum(-1)
 
     return row_metric(name, js, reduction, key=(log_prob,), names=("p", "q"), rule=distribution_rule(log_prob),
-                      on_invalid=on_invalid)
+                      on_invalid=on_invalid, nan_strategy=nan_strategy, higher_is_better=False,
+                      is_differentiable=True, bounds=(0.0, math.log(2.0)))

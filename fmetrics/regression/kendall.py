@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs
-from fmetrics.regression._pairs import pairs_metric, runs
+from fmetrics.regression import _inputs, _paired
+from fmetrics.regression._pairs import runs
 from fmetrics.recipe import factory
 
 VARIANTS = ("a", "b", "c")
@@ -92,18 +92,34 @@ def _column(x: torch.Tensor, y: torch.Tensor, variant: str, alternative: Optiona
 
 
 @factory
-def kendall_rank_corrcoef(*, variant: str = "b", t_test: bool = False, alternative: Optional[str] = "two-sided",
-                          num_outputs: int = 1) -> Metric:
+def kendall_rank_corrcoef(*, variant: Literal["a", "b", "c"] = "b", t_test: bool = False,
+                          alternative: Optional[Literal["two-sided", "less", "greater"]] = "two-sided",
+                          num_outputs: int = 1,
+                          nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
     """Kendall's tau from concordant ``C`` and discordant ``D`` pairs (ties as SciPy / torchmetrics).
 
-    * ``"a"``: ``(C - D) / (C + D)`` (torchmetrics' definition of tau-a),
-    * ``"b"`` (default): ``(C - D) / sqrt((n0 - T_x)(n0 - T_y))``, SciPy's tau-b,
-    * ``"c"``: ``2 (C - D) / (n^2 (m - 1) / m)``, ``m`` the fewer distinct values.
+    Pairs are counted in ``O(n log^2 n)`` in `finalize` (torchmetrics: O(n^2)).
+    Constant input (or fewer than 2 samples): NaN and a warning.
 
-    ``t_test=True`` also returns the asymptotic (normal, tie-corrected)
-    p-value for ``alternative`` in ``"two-sided" | "less" | "greater"``, as
-    ``(tau, p_value)``. Pairs are counted in ``O(n log^2 n)`` in `finalize`
-    (torchmetrics: O(n^2)). Constant input: NaN and a warning.
+    Args:
+      variant: ``"b"`` (default): ``(C - D) / sqrt((n0 - T_x)(n0 - T_y))``,
+        SciPy's tau-b; ``"a"``: ``(C - D) / (C + D)`` (torchmetrics' tau-a);
+        ``"c"``: ``2 (C - D) / (n^2 (m - 1) / m)``, ``m`` the fewer distinct values.
+      t_test: ``False`` (default); ``True`` also returns the asymptotic
+        (normal, tie-corrected) p-value.
+      alternative: the test's alternative with ``t_test=True``:
+        ``"two-sided"`` (default), ``"less"`` or ``"greater"``.
+      num_outputs: number of columns (default ``1``: inputs ``(N,)``).
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (the row is left out) or ``"disable"`` (a
+        column holding one gives NaN).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
+
+    Returns:
+      float64 tau in ``[-1, 1]``, 0-d or ``(num_outputs,)``; with ``t_test``
+      the tuple ``(tau, p_value)``.
 
     Example::
 
@@ -119,8 +135,11 @@ def kendall_rank_corrcoef(*, variant: str = "b", t_test: bool = False, alternati
                                   "None")
         _inputs.check_choice(name, "alternative", alternative, ALTERNATIVES)
     test = alternative if t_test else None
+    _inputs.check_nan_strategy(name, nan_strategy)
+    fam = _paired.family(num_outputs, name, check=nan_strategy == "error")
 
-    def finalize(x, y):
+    def finish(joined):
+        x, y = _paired.data(name, joined, nan_strategy)
         x, y = x.double(), y.double()
         nan = torch.tensor(torch.nan, dtype=torch.float64, device=x.device)
         taus, ps, constant = [], [], 0
@@ -144,4 +163,4 @@ def kendall_rank_corrcoef(*, variant: str = "b", t_test: bool = False, alternati
             return tau
         return tau, (ps[0] if num_outputs == 1 else torch.stack(ps))
 
-    return pairs_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=None, is_differentiable=False, bounds=(-1.0, 1.0))

@@ -1,29 +1,57 @@
 """`mean_squared_error`: ``mean (preds - target)^2`` (``squared=False``: its square root, RMSE)."""
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs
-from fmetrics.regression._elementwise import elementwise_mean
 from fmetrics.recipe import factory
+from fmetrics.regression import _elementwise, _inputs
+
+
+def squared_errors(num_outputs: int, nan_strategy: str, name: str):
+    """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
+    return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
+                               name=name)
 
 
 @factory
-def mean_squared_error(*, squared: bool = True, num_outputs: int = 1) -> Metric:
-    """MSE ``1/n sum_i (p_i - t_i)^2``, or RMSE ``sqrt(MSE)`` with ``squared=False``.
+def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
+                       nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
+    """Mean squared error ``MSE = 1/n sum_i (p_i - t_i)^2``, or ``RMSE = sqrt(MSE)`` with ``squared=False``.
 
-    MSE and RMSE of one ``num_outputs`` share a state in a collection.
+    Sums are float64 over ``p - t`` computed in float64. MSE and RMSE of one
+    ``num_outputs`` share a state in a collection.
+
+    Args:
+      squared: ``True`` (default) for MSE, ``False`` for its square root (RMSE).
+      num_outputs: ``1`` (default): every element of the inputs is a sample
+        and the value is 0-d; ``k > 1``: inputs are ``(N, k)`` and the value
+        is one score per output, ``(k,)``.
+      nan_strategy: NaN/inf in preds or target (docs/regression.md):
+        ``"error"`` (default; raised at once on CPU, else by `finalize` with
+        the count), ``"warn"`` (left out, with a warning), ``"ignore"`` (left
+        out silently) or ``"disable"`` (no check: they propagate).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors of one shape (any shape
+      when ``num_outputs == 1``, else ``(N, num_outputs)``), any float or
+      integer dtype.
+
+    Returns:
+      float64 tensor, 0-d or ``(num_outputs,)``; NaN with a warning when no
+      sample was seen. Differentiable through the one-shot call.
 
     Example::
 
         >>> fmetrics.mean_squared_error()(torch.tensor([0., 1., 2., 3.]), torch.tensor([0., 1., 2., 2.]))
         tensor(0.2500, dtype=torch.float64)
+        >>> fmetrics.mean_squared_error(squared=False)(torch.tensor([0., 2.]), torch.tensor([1., 0.]))
+        tensor(1.5811, dtype=torch.float64)
     """
     name = "mean_squared_error" if squared else "root_mean_squared_error"
     _inputs.check_bool(name, "squared", squared)
-
-    def sq(d, p, t):
-        return _inputs.square(d)
-
-    return elementwise_mean(name, sq, num_outputs, key=("squared_error",), post=None if squared else torch.sqrt)
+    fam = squared_errors(num_outputs, nan_strategy, name)
+    return _elementwise.member(fam, name, num_outputs, nan_strategy, post=None if squared else torch.sqrt,
+                               higher_is_better=False, is_differentiable=True, bounds=(0.0, None))

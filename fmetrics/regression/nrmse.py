@@ -1,10 +1,11 @@
 """`normalized_root_mean_squared_error`: RMSE divided by a statistic of the target."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 
+from fmetrics.family import Family
 from fmetrics.metric import Metric
 from fmetrics.regression import _inputs, _moments
 from fmetrics.state import accum_dtype
@@ -21,6 +22,7 @@ class NRMSEState(NamedTuple):
     min: torch.Tensor  # float64 (D,)
     max: torch.Tensor  # float64 (D,)
     sum_squares: torch.Tensor  # float64 (D,): sum t^2, the squared L2 norm
+    nonfinite: torch.Tensor  # int64 (): entries with a NaN/inf in preds or target
 
 
 def _merge(a: NRMSEState, b: NRMSEState) -> NRMSEState:
@@ -28,59 +30,108 @@ def _merge(a: NRMSEState, b: NRMSEState) -> NRMSEState:
     d = b.mean - a.mean
     return NRMSEState(a.sum_squared_error + b.sum_squared_error, n, _moments.merge_mean(a.mean, b.mean, w_b),
                       _moments.merge_comoment(a.m2, b.m2, d, d, cross), torch.minimum(a.min, b.min),
-                      torch.maximum(a.max, b.max), a.sum_squares + b.sum_squares)
+                      torch.maximum(a.max, b.max), a.sum_squares + b.sum_squares, a.nonfinite + b.nonfinite)
 
 
-@factory
-def normalized_root_mean_squared_error(*, normalization: str = "mean", num_outputs: int = 1) -> Metric:
-    """NRMSE ``sqrt(1/n sum (p - t)^2) / s(t)``.
-
-    ``s`` per ``normalization``: ``"mean"`` the target mean, ``"range"``
-    ``max - min``, ``"std"`` the population standard deviation (Chan-merged,
-    float64), ``"l2"`` ``sqrt(sum t^2)``. A zero ``s`` gives ``inf`` (as
-    torchmetrics). All four normalizations share one state.
-
-    Example::
-
-        >>> m = fmetrics.normalized_root_mean_squared_error("range")
-        >>> m(torch.tensor([0., 1., 2., 3.]), torch.tensor([0., 1., 2., 1.]))
-        tensor(0.5000, dtype=torch.float64)
-    """
-    name = "normalized_root_mean_squared_error"
-    _inputs.check_choice(name, "normalization", normalization, NORMALIZATIONS)
+def family(num_outputs: int, nan_strategy: str, name: str) -> Family:
+    """One state for the four normalizations (rows with a NaN/inf are left out unless ``"disable"``)."""
     _inputs.check_num_outputs(name, num_outputs)
+    _inputs.check_nan_strategy(name, nan_strategy)
+    drop = nan_strategy != "disable"
 
     def init():
         zero = torch.zeros(num_outputs, dtype=accum_dtype())
         inf = torch.full((num_outputs,), float("inf"), dtype=zero.dtype)
         return NRMSEState(zero, torch.zeros((), dtype=torch.int64), zero.clone(), zero.clone(), inf, -inf,
-                          zero.clone())
+                          zero.clone(), torch.zeros((), dtype=torch.int64))
 
     def update(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=True)
         t = _inputs.columns(name, target, num_outputs, flatten=True)
-        sse = _inputs.square(_inputs.difference(p, t, state.mean)).sum(0)
-        mean, c = _moments.centre(t, state.mean.dtype)
-        m2 = _inputs.square(c).sum(0)
-        sum_squares = _inputs.square(t.to(state.mean.dtype, copy=True)).sum(0)
-        lo, hi = (t.amin(0).to(state.min), t.amax(0).to(state.max)) if t.shape[0] else (state.min, state.max)
-        batch = NRMSEState(sse, _moments.batch_count(t), mean, m2, lo, hi, sum_squares)
-        return _merge(state, batch)
+        d = _inputs.difference(p, t, state.mean)
+        t64 = t.to(state.mean.dtype, copy=True)
+        nonfinite, rows = state.nonfinite, _moments.batch_count(t)
+        if drop:  # rows with a NaN/inf anywhere are left out (weight 0)
+            nonfinite = nonfinite + _inputs.nonfinite_columns(torch.cat((p.to(t64.dtype), t64), 1)).sum()
+            w = (_inputs.row_weights(d) * _inputs.row_weights(t64))[:, None]
+            d = torch.nan_to_num(d, nan=0.0, posinf=0.0, neginf=0.0).mul_(w)
+            t64 = torch.nan_to_num(t64, nan=0.0, posinf=0.0, neginf=0.0)
+            rows = w.sum().to(torch.int64)
+            mean = (t64 * w).sum(0) / torch.clamp(rows, min=1)
+            c = (t64 - mean).mul_(w)
+            lo = torch.where(w > 0, t64, float("inf")).amin(0) if t.shape[0] else state.min
+            hi = torch.where(w > 0, t64, -float("inf")).amax(0) if t.shape[0] else state.max
+            t64 = t64 * w
+        else:
+            mean, c = _moments.centre_(t64.clone())
+            lo, hi = (t64.amin(0), t64.amax(0)) if t.shape[0] else (state.min, state.max)
+        sse = _inputs.square(d).sum(0)
+        batch = NRMSEState(sse, rows, mean, _inputs.square(c).sum(0), lo, hi, _inputs.square(t64).sum(0),
+                           torch.zeros_like(nonfinite))
+        return _merge(state._replace(nonfinite=nonfinite), batch)
 
-    def finalize(state):
+    tags = NRMSEState(sum_squared_error="sum", n=None, mean=None, m2=None, min="min", max="max", sum_squares="sum",
+                      nonfinite="sum")
+    return Family(name="regression.nrmse", key=(num_outputs, drop), init=init, update=update, reductions=tags,
+                  merge=_merge, check=_inputs.finite_check(name) if nan_strategy == "error" else None)
+
+
+@factory
+def normalized_root_mean_squared_error(*, normalization: Literal["mean", "range", "std", "l2"] = "mean",
+                                       num_outputs: int = 1,
+                                       nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error"
+                                       ) -> Metric:
+    """NRMSE ``sqrt(1/n sum (p - t)^2) / s(t)`` for a statistic ``s`` of the target.
+
+    All four normalizations share one state (a `fmetrics.Family`). A zero
+    ``s`` -- a constant target for ``"std"`` and ``"range"`` -- gives ``inf``
+    (``NaN`` when the error is 0 too), as torchmetrics, however the data is
+    split: a standard deviation that is zero up to the rounding of the mean
+    (``sqrt(M2 / n) <= 64 eps |mean|``) counts as zero.
+
+    Args:
+      normalization: ``"mean"`` (default: the target mean), ``"range"``
+        (``max - min``), ``"std"`` (the population standard deviation,
+        Chan-merged in float64) or ``"l2"`` (``sqrt(sum t^2)``).
+      num_outputs: ``1`` (default): every element is a sample, 0-d value;
+        ``k > 1``: inputs ``(N, k)``, one score per output.
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (the row is left out) or ``"disable"``
+        (propagate).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors of one shape.
+
+    Returns:
+      float64 tensor, 0-d or ``(num_outputs,)``; NaN with a warning on no data.
+
+    Example::
+
+        >>> m = fmetrics.normalized_root_mean_squared_error(normalization="range")
+        >>> m(torch.tensor([0., 1., 2., 3.]), torch.tensor([0., 1., 2., 1.]))
+        tensor(0.5000, dtype=torch.float64)
+    """
+    name = "normalized_root_mean_squared_error"
+    _inputs.check_choice(name, "normalization", normalization, NORMALIZATIONS)
+    fam = family(num_outputs, nan_strategy, name)
+
+    def finish(state):
+        _inputs.report_count(name, nan_strategy, state.nonfinite)
+        if _inputs.empty(name, state.n):
+            return torch.full((), float("nan"), dtype=state.mean.dtype) if num_outputs == 1 else \
+                torch.full_like(state.mean, float("nan"))
         rmse = torch.sqrt(state.sum_squared_error / state.n)
         if normalization == "mean":
             denom = state.mean
         elif normalization == "range":
             denom = state.max - state.min
         elif normalization == "std":
-            denom = torch.sqrt(state.m2 / state.n)
+            constant = _moments.degenerate(torch.clamp(state.n, min=2), state.mean, state.m2)
+            denom = torch.where(constant, 0.0, torch.sqrt(state.m2 / state.n))
         else:
             denom = torch.sqrt(state.sum_squares)
         value = rmse / denom
         return value[0] if num_outputs == 1 else value
 
-    tags = NRMSEState(sum_squared_error="sum", n=None, mean=None, m2=None, min="min", max="max", sum_squares="sum")
-    return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name,
-                  state_key=("regression.nrmse", num_outputs), reductions=tags)
+    return fam.metric(name, finish, higher_is_better=False, is_differentiable=True, bounds=(0.0, None))

@@ -2,27 +2,49 @@
 from __future__ import annotations
 
 import warnings
+from typing import Literal
 
 import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs, _residual
 from fmetrics.recipe import factory
+from fmetrics.regression import _inputs, _residual
+
+NanStrategy = Literal["error", "warn", "ignore", "disable"]
+Multioutput = Literal["raw_values", "uniform_average", "variance_weighted"]
 
 
 @factory
-def r2_score(*, adjusted: int = 0, multioutput: str = "uniform_average", num_outputs: int = 1) -> Metric:
+def r2_score(*, adjusted: int = 0, multioutput: Multioutput = "uniform_average", num_outputs: int = 1,
+             nan_strategy: NanStrategy = "error") -> Metric:
     """R² ``1 - sum (t - p)^2 / sum (t - mean t)^2`` per output, then ``multioutput``.
 
-    ``multioutput``: ``"raw_values"`` (one score per output), ``"uniform_average"``
-    or ``"variance_weighted"`` (weights ``TSS``). ``adjusted=k > 0`` gives
-    ``1 - (1 - R²)(n - 1)/(n - k - 1)`` (falls back to R² with a warning when
-    ``k >= n - 1``). Inputs ``(N,)``, or ``(N, num_outputs)``. Sums of squares
-    are Chan-merged float64 moments, so offset data keep their precision.
-    A constant target (or fewer than 2 samples) makes R² undefined: NaN and a
-    warning (torchmetrics returns 0 or 1 there, scikit-learn 0 or 1 unless
-    ``force_finite=False``).
+    Sums of squares are Chan-merged float64 moments, so offset data keep their
+    precision. A constant target (or fewer than 2 samples) makes R² undefined:
+    NaN and a warning (torchmetrics returns 0 or 1 there, scikit-learn 0 or 1
+    unless ``force_finite=False``).
+
+    Args:
+      adjusted: ``0`` (default) for R²; ``k > 0`` for the adjusted
+        ``1 - (1 - R²)(n - 1)/(n - k - 1)`` with ``k`` regressors (falls back to
+        R² with a warning when ``k >= n - 1``).
+      multioutput: ``"uniform_average"`` (default: the mean over outputs),
+        ``"raw_values"`` (one score per output) or ``"variance_weighted"``
+        (weights ``TSS``).
+      num_outputs: number of output columns; inputs are ``(N,)`` or ``(N, 1)``
+        for ``1`` (default), ``(N, num_outputs)`` otherwise.
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (the row is left out) or ``"disable"``
+        (propagate); see docs/regression.md.
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or
+      ``(N, num_outputs)``.
+
+    Returns:
+      float64 0-d tensor (``(num_outputs,)`` for ``"raw_values"`` with
+      ``num_outputs > 1``). Differentiable through the one-shot call.
 
     Example::
 
@@ -33,9 +55,10 @@ def r2_score(*, adjusted: int = 0, multioutput: str = "uniform_average", num_out
     if isinstance(adjusted, bool) or not isinstance(adjusted, int) or adjusted < 0:
         raise validation.fail(name, "adjusted", "an int >= 0", repr(adjusted))
     _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
+    fam = _residual.family(num_outputs, nan_strategy, name)
 
-    def finalize(state):
-        bad = _residual.undefined(name, state)
+    def finish(state):
+        bad = _residual.undefined(name, state, nan_strategy)
         tss = state.m2[0]
         scores = torch.where(bad, torch.nan, 1 - _residual.rss(state) / torch.where(bad, 1, tss))
         r2 = _residual.average(scores, tss, bad, multioutput, num_outputs)
@@ -48,4 +71,4 @@ def r2_score(*, adjusted: int = 0, multioutput: str = "uniform_average", num_out
                 r2 = 1 - (1 - r2) * (n - 1) / (n - adjusted - 1)
         return r2
 
-    return _residual.residual_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=True, is_differentiable=True, bounds=(None, 1.0))

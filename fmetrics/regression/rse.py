@@ -4,17 +4,30 @@ from __future__ import annotations
 import torch
 
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs, _residual
 from fmetrics.recipe import factory
+from fmetrics.regression import _inputs, _residual
+from fmetrics.regression.r2 import NanStrategy
 
 
 @factory
-def relative_squared_error(*, num_outputs: int = 1, squared: bool = True) -> Metric:
-    """RSE ``sum (t - p)^2 / sum (t - mean t)^2`` per output (its root with
-    ``squared=False``), averaged over outputs.
+def relative_squared_error(*, num_outputs: int = 1, squared: bool = True,
+                           nan_strategy: NanStrategy = "error") -> Metric:
+    """RSE ``sum (t - p)^2 / sum (t - mean t)^2`` per output (its root with ``squared=False``), averaged over outputs.
 
     Shares its state with `r2_score` (``RSE = 1 - R²``). A constant target
     makes it undefined: NaN and a warning (torchmetrics divides by float eps).
+
+    Args:
+      num_outputs: number of output columns (default ``1``: inputs ``(N,)``).
+      squared: ``True`` (default) for RSE, ``False`` for its square root.
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (row left out) or ``"disable"`` (propagate).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
+
+    Returns:
+      float64 0-d tensor (the mean over outputs).
 
     Example::
 
@@ -23,10 +36,11 @@ def relative_squared_error(*, num_outputs: int = 1, squared: bool = True) -> Met
     """
     name = "relative_squared_error"
     _inputs.check_bool(name, "squared", squared)
+    fam = _residual.family(num_outputs, nan_strategy, name)
 
-    def finalize(state):
-        bad = _residual.undefined(name, state)
+    def finish(state):
+        bad = _residual.undefined(name, state, nan_strategy)
         rse = torch.where(bad, torch.nan, _residual.rss(state) / torch.where(bad, 1, state.m2[0]))
         return (rse if squared else torch.sqrt(rse)).mean()
 
-    return _residual.residual_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=False, is_differentiable=True, bounds=(0.0, None))

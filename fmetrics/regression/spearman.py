@@ -2,31 +2,48 @@
 from __future__ import annotations
 
 import warnings
+from typing import Literal
 
 import torch
 
 from fmetrics.metric import Metric
-from fmetrics.regression import _moments
-from fmetrics.regression._pairs import average_ranks, pairs_metric
+from fmetrics.regression import _inputs, _moments, _paired
+from fmetrics.regression._pairs import average_ranks
 from fmetrics.recipe import factory
 
 
 @factory
-def spearman_corrcoef(*, num_outputs: int = 1) -> Metric:
+def spearman_corrcoef(*, num_outputs: int = 1,
+                      nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
     """Spearman's ``rho = r(rank(x), rank(y))`` with ties at their average rank (as SciPy).
 
-    The state concatenates the data (O(total) memory); ranking happens once
-    in `finalize`. A column with a NaN gives NaN; a constant column (or fewer
-    than 2 samples) gives NaN and a warning (as SciPy; torchmetrics returns 0).
+    The state concatenates copies of the data (O(total) memory); ranking
+    happens once in `finalize`. A constant column (or fewer than 2 samples)
+    gives NaN and a warning (as SciPy; torchmetrics returns 0).
+
+    Args:
+      num_outputs: number of columns (default ``1``: inputs ``(N,)`` or ``(N, 1)``).
+      nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
+        ``"warn"``/``"ignore"`` (the row is left out) or ``"disable"`` (a
+        column holding one gives NaN).
+
+    Inputs:
+      ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
+
+    Returns:
+      float64 tensor in ``[-1, 1]``, 0-d or ``(num_outputs,)``.
 
     Example::
 
         >>> fmetrics.spearman_corrcoef()(torch.tensor([2.5, 0.0, 2, 8]), torch.tensor([3, -0.5, 2, 7]))
-        tensor(1., dtype=torch.float64)
+        tensor(1.0000, dtype=torch.float64)
     """
     name = "spearman_corrcoef"
+    _inputs.check_nan_strategy(name, nan_strategy)
+    fam = _paired.family(num_outputs, name, check=nan_strategy == "error")
 
-    def finalize(x, y):
+    def finish(joined):
+        x, y = _paired.data(name, joined, nan_strategy)
         rx, ry = average_ranks(x), average_ranks(y)
         n = torch.tensor(x.shape[0], device=x.device)
         (mx, cx), (my, cy) = _moments.centre_(rx), _moments.centre_(ry)
@@ -42,4 +59,4 @@ def spearman_corrcoef(*, num_outputs: int = 1) -> Metric:
         rho = torch.where(bad | nan, torch.nan, rho)
         return rho[0] if num_outputs == 1 else rho
 
-    return pairs_metric(name, num_outputs, finalize)
+    return fam.metric(name, finish, higher_is_better=True, is_differentiable=False, bounds=(-1.0, 1.0))

@@ -16,8 +16,9 @@ needs a weighted update of its own. Accuracy (count state), mean squared error
 weighted sum is one vmapped matmul).
 
 A metric with a field only its ``merge`` knows (tag ``None``) is weighted
-in closed form when its state has the Chan-moment layout (`weighted_moments`:
-Pearson, R2 and their relatives), else by merges (`merge_rows`): ``w_i``
+in closed form when it declares how (`fmetrics.Metric.weigh_rows`: Pearson,
+R2 and their relatives provide the Chan-moment weighting), else by merges
+(`merge_rows`): ``w_i``
 copies of a row's state by binary doubling, then a pairwise fold over the
 rows -- exact, about ``bits + 1`` vmapped merges per row and replicate, so
 slower. Only a metric mixing ``cat`` with ``None`` fields has no weighting,
@@ -79,11 +80,17 @@ def has_cat(tags, state) -> bool:
     return any(found)
 
 
-def num_rows(wrapper: str, inputs: tuple) -> int:
-    for x in inputs:
-        if isinstance(x, torch.Tensor) and x.dim() >= 1:
-            return x.shape[0]
-    raise validation.fail(wrapper, "inputs", "at least one tensor with a sample axis")
+def num_rows(wrapper: str, inputs: tuple, kwargs: Optional[dict] = None) -> int:
+    """The batch's number of rows; raises naming the input whose first dim differs from the others'."""
+    named = [(f"inputs[{i}]", x) for i, x in enumerate(inputs)] + [(k, x) for k, x in (kwargs or {}).items()]
+    rows = [(name, x.shape[0]) for name, x in named if isinstance(x, torch.Tensor) and x.dim() >= 1]
+    if not rows:
+        raise validation.fail(wrapper, "inputs", "at least one tensor with a sample axis")
+    first_name, n = rows[0]
+    for name, m in rows[1:]:
+        if m != n:
+            raise validation.fail(wrapper, name, f"{n} rows on dim 0 (as {first_name})", f"{m} rows")
+    return n
 
 
 def row_states(metric: Metric, inputs: tuple, kwargs: dict):
@@ -207,50 +214,15 @@ def add_rows_stacked(tags, stacked, rows, weights: torch.Tensor):
     return walk(leaf, tags, stacked, rows)
 
 
-MOMENT_FIELDS = (("n", "mean", "m2"), ("n", "mean", "m2", "c_xy"))
-
-
-def weighted_moments(rows, weights: torch.Tensor):
-    """The batch state of each replicate, in closed form, for a Chan-moment state (fields `MOMENT_FIELDS`).
-
-    The layout of `fmetrics.regression._moments`: ``n`` a count, ``mean`` and
-    ``m2`` ``(2, D)`` means and centred second moments of two variables,
-    ``c_xy`` ``(D,)`` their co-moment. A one-row state is ``(1, z_i, 0, 0)``,
-    so with the rows shifted by their unweighted batch mean ``K``
-    (``c_i = z_i - K``, for precision) and ``S_1 = W c``, ``S_2 = W c^2``,
-    ``S_xy = W (c_x c_y)`` (one matmul, ``(1 + 5D, B) x (B, R)``, the counts
-    ``n = W 1`` in its first row)::
-
-        mean = K + S_1 / n,  m2 = S_2 - S_1^2 / n,  c_xy = S_xy - S_1x S_1y / n
-
-    (``n = 0`` gives ``(0, K, 0, 0)``, an identity of the Chan merge). This is
-    the exact weighted sample, as ``merge_rows``' repeated merges, but one
-    matmul instead of about ``bits + 1`` merges per row and replicate.
-    """
-    z = rows.mean  # (B, 2, D): the rows' values
-    k = z.mean(0)
-    c = z - k
-    parts = [rows.n.to(z.dtype), c, c * c] + ([c[:, 0] * c[:, 1]] if len(rows) == 4 else [])
-    sums = torch.cat([x.reshape(x.shape[0], -1) for x in parts], dim=1).mT @ weights.mT.to(z.dtype)  # (S, R)
-    width = c[0].numel()
-    n = sums[0]
-    s1 = sums[1:1 + width].mT.reshape(-1, *c.shape[1:])
-    s2 = sums[1 + width:1 + 2 * width].mT.reshape(s1.shape)
-    inv = (1 / n.clamp(min=1)).reshape(-1, 1, 1)
-    mean = s1 * inv
-    out = [n.round().to(rows.n.dtype), mean + k, torch.addcmul(s2, mean, s1, value=-1)]
-    if len(rows) == 4:
-        out.append(torch.addcmul(sums[1 + 2 * width:].mT, mean[:, 0], s1[:, 1], value=-1))
-    return type(rows)(*out)
-
-
 def merge_weighted(metric: Metric, stacked, rows, weights: torch.Tensor, bits: int):
     """A merge-only metric's stacked state with one-row states ``rows`` added ``weights`` ``(R, B)`` times.
 
-    `weighted_moments` for a Chan-moment state, else `merge_rows` (weights below ``2**bits``).
+    The metric's own closed-form weighting (`fmetrics.Metric.weigh_rows`, e.g.
+    the Chan moments of Pearson and R²) when it declares one, else `merge_rows`
+    (weights below ``2**bits``).
     """
-    if getattr(rows, "_fields", None) in MOMENT_FIELDS:
-        return torch.func.vmap(metric.merge)(stacked, weighted_moments(rows, weights))
+    if metric.weigh_rows is not None:
+        return torch.func.vmap(metric.merge)(stacked, metric.weigh_rows(rows, weights))
     return merge_rows(metric, stacked, rows, weights, bits)
 
 

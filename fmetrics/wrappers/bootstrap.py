@@ -1,7 +1,7 @@
 """`bootstrap`: confidence intervals from replicate states updated together under `torch.func.vmap`."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Sequence, Union
+from typing import Any, Literal, NamedTuple, Sequence, Union
 
 import torch
 
@@ -29,8 +29,9 @@ def _stream_id() -> int:
 @factory
 def bootstrap(
     metric: Metric,
+    *,
     num_samples: int = 100,
-    sampling: str = "poisson",
+    sampling: Literal["poisson", "multinomial"] = "poisson",
     quantiles: Union[float, Sequence[float], None] = (0.025, 0.975),
     seed: int = 0,
     sample_ids: bool = False,
@@ -59,10 +60,29 @@ def bootstrap(
     and the row's input values: ranks draw independently, and so do batches
     updated from fresh states and merged (torchmetrics' ``forward``).
 
-    ``finalize`` returns ``{"mean", "std", "quantile"}`` (``std`` with Bessel's
-    correction, ``quantile`` of shape ``(len(quantiles), ...)`` or the value's
-    shape for a single float), plus ``"raw"`` (``(num_samples, ...)``) if
-    ``raw=True``. A dict-valued metric gets these statistics per key.
+    Args:
+      metric: the `fmetrics.Metric` to resample (positional); its rows must be
+        weightable (every field tagged sum/min/max/cat, or no cat field).
+      num_samples: number of bootstrap replicates, an int ``>= 1`` (default 100).
+      sampling: ``"poisson"`` (default) or ``"multinomial"``, see above.
+      quantiles: a float in ``[0, 1]``, a sequence of them (default
+        ``(0.025, 0.975)``), or ``None`` for no quantiles.
+      seed: int seed of the counter-based draws (default 0).
+      sample_ids: ``False`` (default); ``True``: the first input of ``update``
+        is an integer tensor ``(B,)`` of sample ids keying the draws.
+      raw: ``False`` (default); ``True`` adds the replicate values.
+
+    Inputs:
+      ``update(state, [ids,] *inputs)``: the wrapped metric's inputs, every
+      tensor with the batch's rows on dim 0 (with ``sample_ids``, ``ids`` of
+      shape ``(B,)`` first). A length mismatch raises naming the short input.
+
+    Returns:
+      ``{"mean", "std", "quantile"}`` (``std`` with Bessel's correction,
+      ``quantile`` of shape ``(len(quantiles), ...)`` or the value's shape for a
+      single float), plus ``"raw"`` (``(num_samples, ...)``) if ``raw=True``. A
+      dict-valued metric gets these statistics per key. Metadata
+      (``higher_is_better``, ``bounds``) is the wrapped metric's.
 
     Example::
 
@@ -91,12 +111,12 @@ def bootstrap(
             if not inputs:
                 raise validation.fail(name, "ids", "a first input of integer sample ids")
             ids, inputs = inputs[0], inputs[1:]
-        n = _rows.num_rows(name, inputs)
+        n = _rows.num_rows(name, inputs, kwargs)
         if sample_ids:
             if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() \
                     or tuple(ids.shape) != (n,):
-                raise validation.fail(name, "ids", f"an integer tensor of shape ({n},)",
-                                      f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
+                raise validation.fail(name, "ids", f"an integer tensor of shape ({n},), one id per row of the "
+                                      "other inputs", f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
         if sample_ids:
@@ -156,4 +176,5 @@ def bootstrap(
     key = None if metric.state_key is None else (
         name, metric.state_key, num_samples, sampling, seed, sample_ids)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=reductions)
+                  name=f"{name}({metric.name})", state_key=key, reductions=reductions,
+                  higher_is_better=metric.higher_is_better, is_differentiable=False, bounds=metric.bounds)

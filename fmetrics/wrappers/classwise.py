@@ -13,6 +13,7 @@ from fmetrics.recipe import factory
 @factory
 def classwise(
     metric: Metric,
+    *,
     labels: Optional[Sequence[str]] = None,
     prefix: Optional[str] = None,
     postfix: Optional[str] = None,
@@ -24,6 +25,18 @@ def classwise(
     ``prefix`` nor ``postfix`` is given. The state, update and merge are the
     wrapped metric's (equal ``state_key``), so a collection holding both the
     metric and its class-wise view keeps one state.
+
+    Args:
+      metric: a `fmetrics.Metric` whose value has one entry per class on dim 0 (positional).
+      labels: ``None`` (default: the class indices) or one distinct name per class.
+      prefix: key prefix (default ``None``: ``"<metric name>_"`` unless ``postfix`` is given).
+      postfix: key postfix (default ``None``: none).
+
+    Inputs:
+      ``update(state, *inputs)``: the wrapped metric's inputs.
+
+    Returns:
+      ``{prefix + label + postfix: value[i]}``; metadata is the wrapped metric's.
 
     Example::
 

@@ -19,7 +19,7 @@ class GroupedState(NamedTuple):
 
 
 @factory
-def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = None) -> Metric:
+def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] = None) -> Metric:
     """``metric`` evaluated separately on each group of rows: ``update(state, group, *inputs)``.
 
     ``group`` is an integer tensor ``(B,)`` with each row's group index in
@@ -31,9 +31,24 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
     dict of stacked values), or ``{label: value}`` when ``labels`` are given.
     A group with no rows gets the metric's value on no data.
 
+    Args:
+      metric: the `fmetrics.Metric` to evaluate per group (positional).
+      num_groups: number of groups, an int ``>= 1`` (required).
+      labels: ``None`` (default) for a stacked value, or ``num_groups``
+        distinct names for a dict value.
+
+    Inputs:
+      ``update(state, group, *inputs)``: ``group`` an integer tensor ``(B,)``,
+      then the wrapped metric's inputs with ``B`` rows on dim 0. A length
+      mismatch raises naming the short argument.
+
+    Returns:
+      the wrapped metric's values stacked ``(num_groups, ...)``, or
+      ``{label: value}``. Metadata is the wrapped metric's.
+
     Example (fairness: positive-prediction rate per protected group)::
 
-        >>> rate = grouped(fmetrics.mean(), 2, labels=["a", "b"])
+        >>> rate = grouped(fmetrics.mean(), num_groups=2, labels=["a", "b"])
         >>> rate(torch.tensor([0, 0, 1, 1]), torch.tensor([1., 0., 1., 1.]))
         {'a': tensor(0.5000, dtype=torch.float64), 'b': tensor(1., dtype=torch.float64)}
     """
@@ -51,10 +66,11 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
         return GroupedState(_rows.stack_init(metric, tags, num_groups), (), torch.zeros((), dtype=torch.int64))
 
     def update(state, group, *inputs, **kwargs):
-        n = _rows.num_rows(name, inputs)
+        n = _rows.num_rows(name, inputs, kwargs)
         if not isinstance(group, torch.Tensor) or group.is_floating_point() or group.is_complex() \
                 or group.dtype == torch.bool or tuple(group.shape) != (n,):
-            raise validation.fail(name, "group", f"an integer tensor of shape ({n},)",
+            raise validation.fail(name, "group", f"an integer tensor of shape ({n},), one group per row of the "
+                                  "other inputs",
                                   f"{type(group).__name__} {getattr(group, 'dtype', '')} "
                                   f"{tuple(getattr(group, 'shape', ()))}")
         group = group.to(torch.int64)
@@ -83,4 +99,5 @@ def grouped(metric: Metric, num_groups: int, labels: Optional[Sequence[str]] = N
     reductions = GroupedState(groups=metric.reductions, rows="cat", out_of_range="sum")
     key = None if metric.state_key is None else (name, metric.state_key, num_groups)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=reductions)
+                  name=f"{name}({metric.name})", state_key=key, reductions=reductions,
+                  higher_is_better=metric.higher_is_better, is_differentiable=False, bounds=metric.bounds)

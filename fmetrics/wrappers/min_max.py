@@ -37,6 +37,15 @@ def min_max(metric: Metric) -> Metric:
 
     Across ranks every field merges (extrema by min / max), so reducing a state
     gives the same extrema as one process.
+
+    Args:
+      metric: a `fmetrics.Metric` with a scalar value (positional; no options).
+
+    Inputs:
+      ``update(state, *inputs)``: the wrapped metric's inputs.
+
+    Returns:
+      ``{"raw": value, "min": float64, "max": float64}``.
     """
     name = "min_max"
     if not isinstance(metric, Metric):
@@ -66,7 +75,8 @@ def min_max(metric: Metric) -> Metric:
     tags = MinMaxState(inner=metric.reductions, low="min", high="max")
     key = None if metric.state_key is None else (name, metric.state_key)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=tags)
+                  name=f"{name}({metric.name})", state_key=key, reductions=tags,
+                  higher_is_better=metric.higher_is_better, bounds=metric.bounds)
 
 
 def min_max_reset(metric: Metric, state: MinMaxState) -> MinMaxState:

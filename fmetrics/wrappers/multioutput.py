@@ -20,6 +20,7 @@ class MultioutputState(NamedTuple):
 @factory
 def multioutput(
     metric: Metric,
+    *,
     num_outputs: int,
     output_dim: int = -1,
     remove_nans: bool = True,
@@ -35,9 +36,26 @@ def multioutput(
     `fmetrics.wrappers._rows`), so the metric must be row-decomposable; with
     ``remove_nans=False`` any metric works.
 
+    Args:
+      metric: the `fmetrics.Metric` applied per output (positional).
+      num_outputs: number of outputs, an int ``>= 1`` (required).
+      output_dim: the dim holding the outputs (default ``-1``).
+      remove_nans: ``True`` (default) leaves rows with a NaN out of that
+        output; ``False`` passes them on.
+      squeeze_outputs: ``True`` (default) drops ``output_dim`` from each slice.
+
+    Inputs:
+      ``update(state, *inputs)``: the wrapped metric's inputs, each tensor with
+      ``num_outputs`` entries along ``output_dim`` and one row count on dim 0
+      (a mismatch raises naming the input).
+
+    Returns:
+      the per-output values stacked on dim 0, ``(num_outputs, ...)``; metadata
+      is the wrapped metric's.
+
     Example::
 
-        >>> m = multioutput(fmetrics.mean(), 2)
+        >>> m = multioutput(fmetrics.mean(), num_outputs=2)
         >>> m(torch.tensor([[1., 10.], [3., float("nan")]]))
         tensor([ 2., 10.], dtype=torch.float64)
     """
@@ -70,6 +88,7 @@ def multioutput(
             outputs = torch.func.vmap(lambda s, *x: metric.update(s, *x, **kwargs), in_dims=(0, *dims))(
                 state.outputs, *split_inputs)
             return MultioutputState(outputs, state.keep)
+        _rows.num_rows(name, inputs, kwargs)  # raises naming an input whose rows differ
         n = _rows.num_rows(name, tuple(x[0] for x, d in zip(split_inputs, dims) if d is not None))
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
@@ -109,4 +128,5 @@ def multioutput(
     key = None if metric.state_key is None else (
         name, metric.state_key, num_outputs, output_dim, bool(remove_nans), bool(squeeze_outputs))
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
-                  state_key=key, reductions=reductions)
+                  state_key=key, reductions=reductions, higher_is_better=metric.higher_is_better,
+                  is_differentiable=metric.is_differentiable, bounds=metric.bounds)

@@ -9,12 +9,24 @@ from fmetrics.recipe import factory
 
 
 @factory
-def multitask(metrics: Mapping[str, Metric], prefix: str = "", postfix: str = "") -> Metric:
+def multitask(metrics: Mapping[str, Metric], *, prefix: str = "", postfix: str = "") -> Metric:
     """``{prefix + task + postfix: value}`` with ``update(state, *inputs)`` where every input is a dict by task.
 
     As torchmetrics' ``MultitaskWrapper``: task ``t`` is updated with
     ``metrics[t].update(s_t, inputs[0][t], inputs[1][t], ...)``; a member may
     be a `fmetrics.collection`. Every input must have exactly the task keys.
+
+    Args:
+      metrics: ``{task: Metric}``, a non-empty dict with str keys (positional).
+      prefix: prepended to every task key of the value (default ``""``).
+      postfix: appended to every task key of the value (default ``""``).
+
+    Inputs:
+      ``update(state, *inputs)``: every input a dict ``{task: tensor}`` with
+      exactly the task keys.
+
+    Returns:
+      ``{prefix + task + postfix: value}``.
 
     Example::
 

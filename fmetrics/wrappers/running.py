@@ -14,7 +14,7 @@ class RunningState(NamedTuple):
 
 
 @factory
-def running(metric: Metric, window: int = 5) -> Metric:
+def running(metric: Metric, *, window: int = 5) -> Metric:
     """``metric`` over the last ``window`` calls to ``update`` (torchmetrics' ``Running``).
 
     The state is a fixed tuple of ``window`` wrapped states, one per recent
@@ -24,6 +24,17 @@ def running(metric: Metric, window: int = 5) -> Metric:
     slot by slot, most recent with most recent: across ranks the value covers
     the last ``window`` steps of every rank. By design the value depends on the
     batch boundaries (it is not split-invariant).
+
+    Args:
+      metric: the `fmetrics.Metric` to evaluate over the window (positional).
+      window: number of recent updates covered, an int ``>= 1`` (default 5).
+
+    Inputs:
+      ``update(state, *inputs)``: the wrapped metric's inputs.
+
+    Returns:
+      the wrapped metric's value over the last ``window`` updates; metadata is
+      the wrapped metric's.
 
     Example::
 
@@ -55,4 +66,6 @@ def running(metric: Metric, window: int = 5) -> Metric:
 
     key = None if metric.state_key is None else (name, metric.state_key, window)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
-                  state_key=key, reductions=RunningState(tuple(metric.reductions for _ in range(window))))
+                  state_key=key, reductions=RunningState(tuple(metric.reductions for _ in range(window))),
+                  higher_is_better=metric.higher_is_better, is_differentiable=metric.is_differentiable,
+                  bounds=metric.bounds)

@@ -251,7 +251,7 @@ CASES = [
     Case("min_max-mean", W.min_max, {"metric": fm.mean()}, lambda s: _values(s),
          reference=lambda x: {"raw": np.mean(_np(x)), "min": np.mean(_np(x)), "max": np.mean(_np(x))}),
     Case("classwise-multioutput-mean", W.classwise,
-         {"metric": W.multioutput(fm.mean(), 3), "labels": ["u", "v", "w"]}, _nan_columns,
+         {"metric": W.multioutput(fm.mean(), num_outputs=3), "labels": ["u", "v", "w"]}, _nan_columns,
          reference=lambda x: {f"multioutput(mean)_{k}": v for k, v in zip("uvw", _column_nanmean(x))}),
     Case("multitask-mean-sum", W.multitask, {"metrics": {"a": fm.mean(), "b": fm.sum()}, "prefix": "t/"}, _tasks,
          reference=lambda d: {"t/a": np.mean(_np(d["a"])), "t/b": np.sum(_np(d["b"]))}),
