@@ -140,6 +140,12 @@ class TorchMetric(torchmetrics.Metric):
         # makes MetricCollection's compute groups follow state keys (see `_key_value`)
         self.add_state("fm_state_key", torch.tensor(_key_value(metric), dtype=torch.int64))
         self._register_parameters()
+        members = _collection_members(metric)
+        self._fm_member_keys: list = list(_member_metadata(metric)) if members is not None else []
+        if self._fm_member_keys:
+            # one view per output key, registered as submodules so Lightning finds them (log_dict)
+            self.fm_members = torch.nn.ModuleDict(
+                {_attr(key): _MemberView(self, key) for key in self._fm_member_keys})
 
     @property
     def metric(self) -> Metric:
@@ -150,6 +156,17 @@ class TorchMetric(torchmetrics.Metric):
     def member_metadata(self) -> dict:
         """``{output key: {higher_is_better, is_differentiable, bounds}}`` (one entry, ``""``, for a plain metric)."""
         return _member_metadata(self._fm)
+
+    def items(self):
+        """``(output key, Metric)`` per member of a wrapped collection, so ``self.log_dict(wrapper)`` logs every
+        member under its prefixed name, on step (the last ``forward``'s value) and on epoch (``compute``).
+        A plain metric gives one pair, ``(metric.name, self)``."""
+        if not self._fm_member_keys:
+            return [(self._fm.name, self)]
+        return [(key, self.fm_members[_attr(key)]) for key in self._fm_member_keys]
+
+    def keys(self):
+        return [k for k, _ in self.items()]
 
     # ------------------------------------------------------------ parameters
 
@@ -173,8 +190,9 @@ class TorchMetric(torchmetrics.Metric):
     def train(self, mode: bool = True):
         """Sets the mode of this module; the metric's networks stay in eval mode."""
         super().train(mode)
-        for value in self._modules.values():
-            value.eval()
+        for name, value in self._modules.items():
+            if name.startswith("fm_param_"):
+                value.eval()
         return self
 
     def _apply(self, fn, exclude_state=""):
@@ -429,6 +447,68 @@ class TorchMetric(torchmetrics.Metric):
 
     def __repr__(self) -> str:
         return f"TorchMetric({self._fm_recipe})"
+
+
+class _MemberView(torchmetrics.Metric):
+    """One output key of a `TorchMetric` over a collection, as a torchmetrics Metric (for ``log_dict``).
+
+    It holds no state: ``compute`` is the key of the parent's (synced, cached) ``compute``, the step value
+    the key of the parent's last ``forward``, ``reset`` resets the parent. Update the parent, not the view.
+    """
+
+    full_state_update = False
+
+    def __init__(self, parent: "TorchMetric", key: str):
+        super().__init__()
+        self.__dict__["_fm_parent"] = parent  # not a submodule: the parent owns the view
+        self.__dict__["_fm_key"] = key
+        meta = parent.member_metadata[key]
+        lo, hi = meta["bounds"]
+        self.__dict__.update(higher_is_better=meta["higher_is_better"], is_differentiable=meta["is_differentiable"],
+                             plot_lower_bound=None if lo is None else float(lo),
+                             plot_upper_bound=None if hi is None else float(hi))
+
+    @property
+    def _forward_cache(self):
+        cache = self._fm_parent._forward_cache
+        return cache.get(self._fm_key) if isinstance(cache, Mapping) else None
+
+    @_forward_cache.setter
+    def _forward_cache(self, value) -> None:
+        pass  # the parent's forward fills it
+
+    @property
+    def _update_count(self) -> int:
+        return self._fm_parent._update_count
+
+    @_update_count.setter
+    def _update_count(self, value) -> None:
+        pass
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(f"the member view {self._fm_key!r} holds no state: update its TorchMetric instead")
+
+    def compute(self) -> Any:
+        return self._fm_parent.compute()[self._fm_key]
+
+    def _sync_dist(self, dist_sync_fn: Optional[Any] = None, process_group: Optional[Any] = None) -> None:
+        pass  # the parent's compute syncs
+
+    def reset(self) -> None:
+        super().reset()
+        self._fm_parent.reset()
+
+    def plot(self, val: Any = None, ax: Any = None, **kwargs: Any):
+        from fmetrics.plot import plot
+
+        return plot(None, self.compute() if val is None else val, ax=ax, title=self._fm_key, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{self._fm_parent!r}[{self._fm_key!r}]"
+
+
+def _attr(key: str) -> str:
+    return "m_" + "".join(c if c.isalnum() else "_" for c in key)
 
 
 def _detached(tree):

@@ -27,6 +27,12 @@ def _data():
     return p, (torch.rand(N, generator=g) < p).long()
 
 
+def _members():
+    import fmetrics as fm
+
+    return {"acc": fm.binary_accuracy(), "auroc": fm.binary_auroc(), "ece": fm.binary_calibration_error(n_bins=5)}
+
+
 def main(out_path: str, devices: int) -> None:
     import lightning as L
     from torch.utils.data import DataLoader, TensorDataset
@@ -52,6 +58,21 @@ def main(out_path: str, devices: int) -> None:
             self.log("acc", self.acc, on_step=False, on_epoch=True)
             self.log("mean", self.mean, on_step=False, on_epoch=True)
 
+    class CollectionModule(L.LightningModule):
+        """`self.log_dict` of a TorchMetric over an fmetrics collection: every member, on step and on epoch."""
+
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+            self.metrics = TorchMetric(fm.collection(_members(), prefix="val/"))
+            self.last_step = {}
+
+        def validation_step(self, batch, batch_idx):
+            p, t = batch
+            values = self.metrics(p, t)  # forward: the batch values, accumulated for the epoch
+            self.last_step = {k: v.item() for k, v in values.items()}
+            self.log_dict(self.metrics, on_step=True, on_epoch=True)
+
     dataset = TensorDataset(*_data())
     results = {}
     for name, loader, own_sampler in (
@@ -62,6 +83,14 @@ def main(out_path: str, devices: int) -> None:
                             use_distributed_sampler=not own_sampler, logger=False, enable_checkpointing=False,
                             enable_progress_bar=False, enable_model_summary=False)
         results[name] = trainer.validate(Module(), loader, verbose=False)[0]
+    trainer = L.Trainer(accelerator="cpu", devices=devices, strategy="ddp" if devices > 1 else "auto",
+                        use_distributed_sampler=False, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    module = CollectionModule()
+    epoch = trainer.validate(module, DataLoader(dataset, batch_size=BATCH, sampler=EvalSampler(dataset)),
+                             verbose=False)[0]
+    results["collection"] = {"epoch": epoch, "last_step": module.last_step,
+                             "logged": {k: float(v) for k, v in trainer.logged_metrics.items()}}
     if trainer.global_rank == 0:
         with open(out_path, "w") as f:
             json.dump({"world_size": trainer.world_size, **results}, f)
@@ -81,6 +110,14 @@ def test_lightning_ddp_logs_the_one_process_value(tmp_path):
             "mean": MeanMetric()(p).item()}
     for k, v in want.items():
         assert logged["exact"][k] == pytest.approx(v, rel=1e-6, abs=1e-7), (k, logged)
+    # log_dict of a TorchMetric over a collection: every member on epoch (= one process) and on step
+    import fmetrics as fm
+
+    col = fm.collection(_members(), prefix="val/")(p, t)
+    got = logged["collection"]
+    for k, v in col.items():
+        assert got["epoch"][f"{k}_epoch"] == pytest.approx(v.item(), rel=1e-6, abs=1e-7), (k, got)
+        assert got["logged"][f"{k}_step"] == pytest.approx(got["last_step"][k], rel=1e-6), (k, got)
     # DistributedSampler repeated a row: the logged mean is biased
     padded_p = torch.cat([p, p[:1]])
     assert logged["padded"]["mean"] == pytest.approx(padded_p.mean().item(), rel=1e-6)
