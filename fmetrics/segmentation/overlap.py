@@ -1,5 +1,13 @@
-"""Segmentation overlap: mean IoU and generalized Dice over per-sample, per-class pixel counts."""
+"""Segmentation overlap: mean IoU, Dice and generalized Dice over per-sample, per-class pixel counts.
+
+Per (sample, class) pixel counts are int64. Metrics whose torchmetrics semantics average a per-sample score
+(mean IoU, generalized Dice, ``dice_score(aggregation_level="samplewise")``) keep float64 sums of those scores
+and int64 counts of scoring samples: a mean of per-sample ratios cannot be rebuilt from summed counts.
+``dice_score(aggregation_level="global")`` keeps the int64 counts themselves.
+"""
 from __future__ import annotations
+
+import math
 
 from typing import Literal, NamedTuple
 
@@ -10,7 +18,7 @@ from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import merge_fields
 
-__all__ = ["mean_iou", "generalized_dice_score"]
+__all__ = ["mean_iou", "generalized_dice_score", "dice_score"]
 
 
 class ScoreState(NamedTuple):
@@ -21,28 +29,63 @@ class ScoreState(NamedTuple):
 TAGS = ScoreState("sum", "sum")
 
 
-def _one_hot(name, x, num_classes, input_format, include_background, what):
-    if input_format == "index":
-        if x.is_floating_point():
-            raise validation.fail(name, what, "an integer class-index tensor [N, ...]", x.dtype)
-        x = torch.nn.functional.one_hot(x.to(torch.int64).clamp(0, num_classes - 1), num_classes).movedim(-1, 1)
-    else:
-        if x.dim() < 3 or x.shape[1] != num_classes:
-            raise validation.fail(name, what, f"a one-hot tensor [N, {num_classes}, ...]", tuple(x.shape))
-    x = x.to(torch.int64)
-    return x if include_background else x[:, 1:]
+def _index_counts(name, preds, target, num_classes):
+    """Per sample and class: ``|P n T|``, ``|P|``, ``|T|`` (int64 ``[N, C]``) of class-index maps, by scatter-add."""
+    for arg, x in (("preds", preds), ("target", target)):
+        if x.is_floating_point() or x.is_complex():
+            raise validation.fail(name, arg, "an integer class-index tensor [N, ...]", x.dtype)
+    if preds.dim() < 2:
+        raise validation.fail(name, "preds", "[N, ...] with at least one spatial dimension", tuple(preds.shape))
+    n = preds.shape[0]
+    pix = math.prod(preds.shape[1:])
+    p = preds.reshape(n, pix).to(torch.int64).clamp(0, num_classes - 1)
+    t = target.reshape(n, pix).to(torch.int64).clamp(0, num_classes - 1)
+    base = torch.arange(n, device=p.device)[:, None] * num_classes
+    ones = torch.ones((), dtype=torch.int64, device=p.device).expand(p.numel())
+    size = n * num_classes
+    zeros = torch.zeros(size, dtype=torch.int64, device=p.device)
+    ps = zeros.scatter_add(0, (base + p).reshape(-1), ones)
+    ts = zeros.scatter_add(0, (base + t).reshape(-1), ones)
+    inter = zeros.scatter_add(0, (base + t).reshape(-1), (p == t).reshape(-1).to(torch.int64))
+    return tuple(x.reshape(n, num_classes) for x in (inter, ps, ts))
+
+
+def _onehot_counts(name, preds, target, num_classes):
+    if preds.dim() < 3 or preds.shape[1] != num_classes:
+        raise validation.fail(name, "preds", f"a one-hot tensor [N, {num_classes}, ...]", tuple(preds.shape))
+    axes = tuple(range(2, preds.dim()))
+    p, t = preds != 0, target != 0
+    return (torch.count_nonzero(p & t, dim=axes), torch.count_nonzero(p, dim=axes), torch.count_nonzero(t, dim=axes))
 
 
 def _sums(name, preds, target, num_classes, include_background, input_format):
+    """``(|P n T|, |P|, |T|)`` per sample and class, int64 ``[N, C]`` (class 0 dropped without the background)."""
+    if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
+        raise validation.fail(name, "preds, target", "tensors", f"{type(preds).__name__} and {type(target).__name__}")
     if preds.shape != target.shape:
         raise validation.fail(name, "preds, target", "equal shapes", f"{tuple(preds.shape)} and {tuple(target.shape)}")
-    p = _one_hot(name, preds, num_classes, input_format, include_background, "preds")
-    t = _one_hot(name, target, num_classes, input_format, include_background, "target")
-    if p.dim() < 3:
-        raise validation.fail(name, "preds", "at least one spatial dimension", tuple(preds.shape))
-    axes = tuple(range(2, p.dim()))
-    inter = (p * t).sum(axes)
-    return inter, p.sum(axes), t.sum(axes)
+    preds, target = preds.detach(), target.detach()
+    if input_format == "index":
+        out = _index_counts(name, preds, target, num_classes)
+    else:
+        out = _onehot_counts(name, preds, target, num_classes)
+    return out if include_background else tuple(x[:, 1:] for x in out)
+
+
+def index_check(name, num_classes, input_format):
+    """The eager value check: class indices in ``[0, num_classes)`` (one-hot inputs: nothing to check)."""
+    if input_format != "index":
+        return None
+
+    def check(preds, target):
+        for arg, x in (("preds", preds), ("target", target)):
+            if isinstance(x, torch.Tensor) and not x.is_floating_point():
+                bad = (x < 0) | (x >= num_classes)
+                if bool(bad.any()):
+                    raise ValueError(f"{name}: argument `{arg}` expected class indices in [0, {num_classes}); "
+                                     f"found {validation.quote(x[bad])}")
+
+    return check
 
 
 def _check_config(name, num_classes, include_background, input_format):
@@ -102,6 +145,7 @@ def mean_iou(*, num_classes: int, include_background: bool = True, per_class: bo
 
     return Metric(init=init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
                   state_key=(name, num_classes, include_background, input_format), reductions=TAGS,
+                  check=index_check(name, num_classes, input_format),
                   higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
 
@@ -165,4 +209,116 @@ def generalized_dice_score(*, num_classes: int, include_background: bool = True,
 
     return Metric(init=init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
                   state_key=(name, num_classes, include_background, per_class, weight_type, input_format),
-                  reductions=TAGS, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
+                  reductions=TAGS, check=index_check(name, num_classes, input_format), higher_is_better=True,
+                  is_differentiable=False, bounds=(0.0, 1.0))
+
+
+class DiceCounts(NamedTuple):
+    numerator: torch.Tensor  # int64 [C]: 2 |P n T| summed over samples
+    denominator: torch.Tensor  # int64 [C]: |P| + |T|
+    support: torch.Tensor  # int64 [C]: |T|
+
+
+def _dice_average(num, den, support, average):
+    """torchmetrics' ``_dice_score_compute`` per row (float64): ``[R, C]`` counts -> ``[R]`` or ``[R, C]``."""
+    num, den, support = num.to(torch.float64), den.to(torch.float64), support.to(torch.float64)
+    if average == "micro":
+        n, d = num.sum(-1), den.sum(-1)
+        return torch.where(d != 0, n / torch.where(d != 0, d, 1.0), torch.nan)
+    dice = torch.where(den != 0, num / torch.where(den != 0, den, 1.0), torch.nan)
+    if average == "none":
+        return dice
+    ok = ~torch.isnan(dice)
+    if average == "macro":
+        k = ok.sum(-1)
+        return torch.where(k > 0, torch.where(ok, dice, 0.0).sum(-1) / k.clamp(min=1), torch.nan)
+    total = support.sum(-1, keepdim=True)
+    w = torch.where(total != 0, support / torch.where(total != 0, total, 1.0), torch.nan)
+    prod = dice * w
+    v = torch.where(torch.isnan(prod), 0.0, prod).sum(-1)
+    return torch.where(ok.any(-1), v, torch.nan)
+
+
+@factory
+def dice_score(*, num_classes: int, include_background: bool = True,
+               average: Literal["micro", "macro", "weighted", "none"] = "macro",
+               aggregation_level: Literal["samplewise", "global"] = "samplewise",
+               input_format: Literal["one-hot", "index"] = "one-hot") -> Metric:
+    """Dice score (F1 of pixels) per class: ``2 |P n T| / (|P| + |T|)``, averaged as torchmetrics' ``DiceScore``.
+
+    ``"samplewise"``: the score of every sample (classes averaged by ``average``; a class with
+    ``|P| + |T| = 0`` is ``NaN`` and skipped), then the mean over samples with a score.
+    ``"global"``: counts summed over all samples first, then averaged over classes.
+
+    Args:
+      num_classes: number of classes C (required).
+      include_background: count class 0 (default ``True``).
+      average: ``"macro"`` (default: mean over classes), ``"micro"`` (counts summed over classes),
+        ``"weighted"`` (classes weighted by their target pixel counts) or ``"none"`` (per class ``[C]``).
+      aggregation_level: ``"samplewise"`` (default) or ``"global"``.
+      input_format: ``"one-hot"`` (default: ``[N, C, ...]`` 0/1) or ``"index"`` (``[N, ...]`` class ids).
+
+    Inputs:
+      ``update(state, preds, target)``, both in ``input_format``, equal shapes.
+
+    Returns:
+      float64 scalar (``[C]`` with ``average="none"``); ``NaN`` where nothing scored.
+
+    Example::
+
+        >>> preds = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+        >>> target = torch.tensor([[0, 1, 1, 1], [1, 1, 0, 0]])
+        >>> dice_score(num_classes=2, input_format="index")(preds, target)
+        tensor(0.5333, dtype=torch.float64)
+        >>> dice_score(num_classes=2, input_format="index", average="none", aggregation_level="global")(preds, target)
+        tensor([0.4000, 0.7273], dtype=torch.float64)
+    """
+    name = "dice_score"
+    c = _check_config(name, num_classes, include_background, input_format)
+    if average not in ("micro", "macro", "weighted", "none"):
+        raise validation.fail(name, "average", "'micro', 'macro', 'weighted' or 'none'", repr(average))
+    if aggregation_level not in ("samplewise", "global"):
+        raise validation.fail(name, "aggregation_level", "'samplewise' or 'global'", repr(aggregation_level))
+    check = index_check(name, num_classes, input_format)
+    meta = dict(higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
+
+    def counts(preds, target):
+        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        return 2 * inter, ps + ts, ts
+
+    if aggregation_level == "global":
+        tags = DiceCounts("sum", "sum", "sum")
+
+        def init_g():
+            return DiceCounts(*(torch.zeros(c, dtype=torch.int64) for _ in range(3)))
+
+        def update_g(s, preds, target):
+            num, den, sup = counts(preds, target)
+            return DiceCounts(s.numerator + num.sum(0), s.denominator + den.sum(0), s.support + sup.sum(0))
+
+        def finalize_g(s):
+            return _dice_average(s.numerator[None], s.denominator[None], s.support[None], average)[0]
+
+        return Metric(init=init_g, update=update_g, merge=merge_fields(tags), finalize=finalize_g, name=name,
+                      state_key=(name, num_classes, include_background, input_format, "global"), reductions=tags,
+                      check=check, **meta)
+
+    width = c if average == "none" else 1
+
+    def init():
+        return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64))
+
+    def update(s, preds, target):
+        num, den, sup = counts(preds, target)
+        score = _dice_average(num, den, sup, average)
+        score = score if average == "none" else score[:, None]
+        ok = ~torch.isnan(score)
+        return ScoreState(s.score + torch.where(ok, score, 0.0).sum(0), s.count + ok.sum(0))
+
+    def finalize(s):
+        v = torch.where(s.count > 0, s.score / s.count.clamp(min=1), torch.nan)
+        return v if average == "none" else v[0]
+
+    return Metric(init=init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
+                  state_key=(name, num_classes, include_background, input_format, average), reductions=TAGS,
+                  check=check, **meta)
