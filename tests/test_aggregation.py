@@ -146,3 +146,38 @@ def test_nan_count_of_half_precision_and_integer_inputs():
     h = torch.tensor([1.0, NAN, 2.0], dtype=torch.float16)
     assert fm.sum(nan_strategy="ignore").update(fm.sum().init(), h).nan_count.item() == 1
     assert fm.sum(nan_strategy="error")(torch.arange(4)).item() == 6.0
+
+
+# ---------------------------------------------------------------------- core v2: docs, ownership, metadata
+
+def test_every_aggregation_example_runs_and_every_factory_documents_itself():
+    from fmetrics import aggregation
+    from tests import _doctests
+
+    failed, ran, missing = _doctests.run(aggregation)
+    assert not missing, f"factories without Args/Returns/Example: {missing}"
+    assert ran >= len(aggregation.__all__) and failed == 0, f"{failed} doctest examples failed (see the output)"
+
+
+def test_cat_state_does_not_alias_the_callers_buffer():
+    m = fm.cat()
+    buf = torch.arange(4.0)
+    s = m.update(m.init(), buf)
+    buf.fill_(-1.0)
+    assert torch.equal(m.finalize(s), torch.arange(4.0))
+
+
+def test_aggregation_states_hold_no_autograd_graph():
+    w = torch.ones((), requires_grad=True)
+    for m in (fm.sum(), fm.mean(), fm.max(), fm.cat()):
+        s = m.init()
+        for i in range(40):
+            s = m.update(s, torch.randn(8) * w)
+        leaves = [x for x in torch.utils._pytree.tree_leaves(s) if isinstance(x, torch.Tensor)]
+        assert all(x.grad_fn is None for x in leaves), m.name
+
+
+def test_empty_mean_is_nan_with_a_warning_and_empty_sum_is_zero():
+    with pytest.warns(UserWarning, match="no values were seen"):
+        assert torch.isnan(fm.mean()(torch.zeros(0)))
+    assert fm.sum()(torch.zeros(0)) == 0

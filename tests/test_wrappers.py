@@ -383,3 +383,63 @@ def test_bad_inputs():
 def test_multioutput_keeps_nans_when_asked():
     got = W.multioutput(fm.mean(nan_strategy="disable"), num_outputs=2, remove_nans=False)(torch.tensor([[1.0, float("nan")]]))
     assert got[0].item() == 1.0 and math.isnan(got[1].item())
+
+
+# ---------------------------------------------------------------------- core v2: docs, lengths, metadata, compile
+
+def test_every_wrapper_example_runs_and_every_factory_documents_itself():
+    from tests import _doctests
+
+    failed, ran, missing = _doctests.run(W)
+    assert not missing, f"factories without Args/Returns/Example: {missing}"
+    assert failed == 0, f"{failed} doctest examples failed (see the output)"
+
+
+def test_wrapper_configuration_is_keyword_only():
+    with pytest.raises(TypeError, match="positional|keyword"):
+        W.grouped(fm.mean(), 2)
+    with pytest.raises(TypeError, match="positional|keyword"):
+        W.bootstrap(fm.mean(), 10)
+
+
+@pytest.mark.parametrize("make,args,short", [
+    (lambda: W.bootstrap(fm.mean_squared_error(), num_samples=4, sample_ids=True),
+     (torch.arange(3), torch.rand(4), torch.rand(4)), "ids"),
+    (lambda: W.bootstrap(fm.mean_squared_error(), num_samples=4), (torch.rand(5), torch.rand(4)), r"inputs\[1\]"),
+    (lambda: W.grouped(fm.mean_squared_error(), num_groups=2),
+     (torch.tensor([0, 1, 1]), torch.rand(4), torch.rand(4)), "group"),
+    (lambda: W.grouped(fm.mean_squared_error(), num_groups=2),
+     (torch.tensor([0, 1, 1, 0]), torch.rand(4), torch.rand(3)), r"inputs\[1\]"),
+    (lambda: W.multioutput(fm.mean_squared_error(), num_outputs=2),
+     (torch.rand(5, 2), torch.rand(4, 2)), r"inputs\[1\]"),
+])
+def test_length_mismatch_names_the_short_argument(make, args, short):
+    m = make()
+    with pytest.raises(ValueError, match=rf"argument `{short}` expected"):
+        m.update(m.init(), *args)
+
+
+def test_wrappers_inherit_metadata():
+    base = fm.r2_score()
+    for w in (W.bootstrap(base), W.grouped(base, num_groups=2), W.running(base), W.multioutput(base, num_outputs=2),
+              W.classwise(base), W.min_max(base)):
+        assert w.higher_is_better is True and w.bounds == (None, 1.0), w.name
+    assert W.running(fm.mean_squared_error()).is_differentiable
+
+
+@pytest.mark.parametrize("make", [lambda: W.running(fm.mean(), window=3),
+                                  lambda: W.bootstrap(fm.mean_squared_error(), num_samples=8, sample_ids=True)])
+def test_running_and_bootstrap_pass_the_compile_epoch_law(make):
+    from fmetrics.testing import check_metric
+
+    g = torch.Generator().manual_seed(0)
+    m = make()
+    if m.name.startswith("bootstrap"):
+        ids = torch.randperm(60, generator=g)
+        batches, lo = [], 0
+        for n in (9, 1, 14, 6, 11, 8, 5, 6):
+            batches.append((ids[lo:lo + n], torch.randn(n, generator=g), torch.randn(n, generator=g)))
+            lo += n
+    else:
+        batches = [(torch.randn(n, generator=g),) for n in (9, 1, 14, 6, 11, 8, 5, 6)]
+    check_metric(m, batches, laws=["compile epoch"])
