@@ -170,9 +170,8 @@ def frechet_distance(mu1, sigma1, mu2, sigma2) -> torch.Tensor:
 
 
 def fid_from_state(state: FIDState) -> torch.Tensor:
-    if int(state.real_n) < 2 or int(state.fake_n) < 2:
-        raise ValueError("frechet_inception_distance: needs at least 2 real and 2 fake images "
-                         f"(got {int(state.real_n)} real, {int(state.fake_n)} fake)")
+    if int(state.real_n) < 2 or int(state.fake_n) < 2:  # undefined: NaN (torchmetrics raises)
+        return torch.full((), float("nan"), dtype=torch.float64)
     mu1, s1 = _moments(state.real_n, state.real_sum, state.real_outer)
     mu2, s2 = _moments(state.fake_n, state.fake_sum, state.fake_outer)
     return frechet_distance(mu1, s1, mu2, s2)
@@ -198,7 +197,8 @@ def frechet_inception_distance(
     Args:
       feature: ``2048`` (default): the FID InceptionV3 pool features (see
         ``weights``); or an ``nn.Module`` mapping images to ``(N, d)`` features
-        (the metric's parameter; it gets the images as given, after ``normalize``).
+        (the metric's parameter; it gets the images as given, after ``normalize``;
+        a ``num_features`` attribute, as torchmetrics asks for, sizes the state up front).
       reset_real_features: recorded for torchmetrics compatibility. States are
         immutable here: to keep the real statistics across runs, start the next
         run from ``fmetrics.image.features.keep_real(state)``.
@@ -213,7 +213,7 @@ def frechet_inception_distance(
       or a bool tensor with one flag per image).
 
     Returns:
-      float64 value (at least 2 real and 2 fake images are needed).
+      float64 value; NaN until at least 2 real and 2 fake images were seen.
 
     Example::
 
@@ -230,11 +230,16 @@ def frechet_inception_distance(
     c.check_bool(name, "normalize", normalize)
     if not isinstance(input_img_size, tuple) or len(input_img_size) != 3:
         raise validation.fail(name, "input_img_size", "a (C, H, W) tuple", repr(input_img_size))
-    extract, _ = _extractor(name, feature, weights, input_img_size)
+    extract, dims = _extractor(name, feature, weights, input_img_size)
+    dims = dims or getattr(feature, "num_features", None)
 
     def init():
-        z, n = torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64)
-        return FIDState(n, z, z, n, z, z)
+        def side():  # fresh tensors per field (no aliasing between fields)
+            n = torch.zeros((), dtype=torch.int64)
+            if dims is None:  # the shape comes from the first batch (0-d zeros broadcast)
+                return n, torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=accum_dtype())
+            return n, torch.zeros(dims, dtype=accum_dtype()), torch.zeros(dims, dims, dtype=accum_dtype())
+        return FIDState(*side(), *side())
 
     def update(state, imgs, real):
         x = _images(name, imgs, normalize)
@@ -310,8 +315,9 @@ def kernel_inception_distance(
     """Kernel inception distance (Bińkowski et al. 2018): unbiased MMD^2 with ``k(x, y) = (gamma x.y + coef)^degree``.
 
     ``subsets`` random subsets of ``subset_size`` real and fake features
-    (drawn with a ``torch.Generator`` seeded by ``seed``, so `finalize` is a
-    pure function of the state; torchmetrics draws from the global RNG).
+    (drawn with a ``torch.Generator`` seeded by ``seed`` from the features in a
+    canonical order, so `finalize` is a pure function of the data, whatever the
+    batching or rank order; torchmetrics draws from the global RNG).
 
     Args:
       feature, normalize, weights, reset_real_features: as in `frechet_inception_distance`.
@@ -345,9 +351,12 @@ def kernel_inception_distance(
     extract, _ = _extractor(name, feature, weights, (3, 299, 299))
 
     def finalize(fr, ff):
-        if fr.shape[0] < subset_size or ff.shape[0] < subset_size:
-            raise ValueError(f"{name}: subset_size={subset_size} is larger than the number of real ({fr.shape[0]}) "
-                             f"or fake ({ff.shape[0]}) images")
+        if fr.shape[0] < subset_size or ff.shape[0] < subset_size:  # undefined: NaN (torchmetrics raises)
+            nan = torch.full((), float("nan"), dtype=torch.float64)
+            return nan, nan
+        # a canonical row order first: the draws do not depend on batching or rank order
+        fr = fr[torch.argsort(fr.sum(1), stable=True)]
+        ff = ff[torch.argsort(ff.sum(1), stable=True)]
         gen = torch.Generator().manual_seed(seed)
         scores = []
         for _ in range(subsets):
@@ -358,6 +367,10 @@ def kernel_inception_distance(
         return kid.mean(), kid.std() if subsets > 1 else torch.zeros((), dtype=kid.dtype)
 
     return _feature_metric(name, extract, normalize, finalize, higher_is_better=False)
+
+
+class ISState(NamedTuple):
+    logits: tuple  # chunks (n, K) float64
 
 
 @factory
@@ -392,9 +405,6 @@ def inception_score(*, feature: Union[str, int, torch.nn.Module] = "logits_unbia
     c.check_positive(name, "splits", splits, integer=True)
     c.check_bool(name, "normalize", normalize)
     extract, _ = _extractor(name, feature, None, (3, 299, 299), needs_logits=not isinstance(feature, torch.nn.Module))
-
-    class ISState(NamedTuple):
-        logits: tuple
 
     def update(state, imgs):
         x = _images(name, imgs, normalize)
@@ -458,8 +468,8 @@ def memorization_informed_frechet_inception_distance(
     extract, _ = _extractor(name, feature, weights, (3, 299, 299))
 
     def finalize(fr, ff):
-        if fr.shape[0] < 2 or ff.shape[0] < 2:
-            raise ValueError(f"{name}: needs at least 2 real and 2 fake images")
+        if fr.shape[0] < 2 or ff.shape[0] < 2:  # undefined: NaN (torchmetrics raises)
+            return torch.full((), float("nan"), dtype=torch.float64)
         mu1, mu2 = fr.mean(0), ff.mean(0)
         s1, s2 = torch.cov(fr.T), torch.cov(ff.T)
         fid = frechet_distance(mu1, s1.reshape(mu1.shape[0], -1), mu2, s2.reshape(mu2.shape[0], -1))

@@ -207,7 +207,7 @@ CASES = [
     Case("ssim-full-image", fi.structural_similarity_index_measure,
          {"data_range": 1.0, "return_full_image": True}, lambda s: _imgs(s, h=14, w=12), check=SORTED),
     Case("ms-ssim", fi.multiscale_structural_similarity_index_measure, {"data_range": 1.0},
-         lambda s: _imgs(s, c=1, h=165, w=161, sizes=(2, 0, 1)), reference=_pm_ms_ssim(1.0) if HAVE_MSSSIM else None,
+         lambda s: _imgs(s, c=1, h=162, w=161, sizes=(1, 0, 1)), reference=_pm_ms_ssim(1.0) if HAVE_MSSSIM else None,
          check={"reference_rtol": 1e-5, "reference_atol": 1e-6}),
     Case("ms-ssim-3-levels-simple-none", fi.multiscale_structural_similarity_index_measure,
          {"data_range": 1.0, "betas": (0.3, 0.3, 0.4), "normalize": "simple", "reduction": "none"},
@@ -253,4 +253,73 @@ CASES = [
          lambda s: _pansharp(s, with_lr=False)),
     Case("qnr", fi.quality_with_no_reference, {"alpha": 0.5, "beta": 2.0}, _pansharp,
          reference=_tm("quality_with_no_reference", alpha=0.5, beta=2.0)),
+]
+
+
+# --------------------------------------------------------------- feature-based metrics (tiny networks built here)
+
+def _feature_net():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten()).double()
+    net.num_features = 4
+    return net
+
+
+FEATURE_NET = _feature_net()
+
+
+def _gen_batches(seed, sizes=(5, 3, 0, 6)):
+    """(images, real flags) batches: real images in [0, 255], fakes shifted."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for n in sizes:
+        flags = torch.rand(n, generator=g) < 0.5
+        x = torch.rand(n, 3, 6, 6, generator=g, dtype=torch.float64) * 255
+        x = torch.where(flags[:, None, None, None], x, x * 0.7 + 20)
+        out.append((x, flags))
+    return out
+
+
+def _split_feats(x, flags):
+    with torch.no_grad():
+        f = FEATURE_NET(x).numpy()
+    return f[flags.numpy()], f[~flags.numpy()]
+
+
+def _fid_ref(x, flags):
+    import scipy.linalg
+    fr, ff = _split_feats(x, flags)
+    s1, s2 = np.cov(fr, rowvar=False), np.cov(ff, rowvar=False)
+    covmean = scipy.linalg.sqrtm(s1 @ s2).real
+    return ((fr.mean(0) - ff.mean(0)) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean)
+
+
+def _lpips_batches(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.rand(n, 3, 6, 6, generator=g, dtype=torch.float64),
+             torch.rand(n, 3, 6, 6, generator=g, dtype=torch.float64)) for n in (2, 1, 0, 3)]
+
+
+def _is_batches(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, 5, 1, 1, generator=g, dtype=torch.float64),) for n in (4, 2, 0, 5)]
+
+
+def _is_ref(x):
+    p = torch.softmax(x.flatten(1), 1).numpy()
+    py = p.mean(0, keepdims=True)
+    return np.exp((p * (np.log(p) - np.log(py))).sum(1).mean()), 0.0
+
+
+CASES += [
+    Case("fid-network", fi.frechet_inception_distance, {"feature": FEATURE_NET}, _gen_batches, reference=_fid_ref,
+         check={"reference_rtol": 1e-6, "rtol": 1e-6, "atol": 1e-6}),
+    Case("kid-one-full-subset", fi.kernel_inception_distance, {"feature": torch.nn.Flatten(), "subsets": 1,
+                                                                "subset_size": 3},
+         lambda s: [(x[:, :2, :1, :1], f) for x, f in _gen_batches(s)]),
+    Case("inception-score-one-split", fi.inception_score, {"feature": torch.nn.Flatten(), "splits": 1},
+         _is_batches, reference=_is_ref),
+    Case("mifid", fi.memorization_informed_frechet_inception_distance, {"feature": FEATURE_NET}, _gen_batches),
+    Case("lpips", fi.learned_perceptual_image_patch_similarity,
+         {"net": torch.nn.Conv2d(3, 4, 3).double(), "normalize": True}, _lpips_batches),
 ]
