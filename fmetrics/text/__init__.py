@@ -8,6 +8,7 @@ provides the sacreBLEU / TER tokenizers: ``pip install 'fmetrics[text]'``.
 """
 from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rate, word_information_lost,
                                word_information_preserved)
+from fmetrics.text.bert import bert_score
 from fmetrics.text.bleu import bleu_score, sacre_bleu_score
 from fmetrics.text.chrf import chrf_score
 from fmetrics.text.edit import edit_distance
@@ -18,6 +19,7 @@ from fmetrics.text.squad import squad
 from fmetrics.text.ter import translation_edit_rate
 
 __all__ = [
+    "bert_score",
     "bleu_score",
     "char_error_rate",
     "chrf_score",

@@ -168,3 +168,58 @@ CASES = [
     Case("perplexity-ignore", ft.perplexity, {"ignore_index": -100}, lambda s: _logits(s, -100),
          reference=_ppl_ref(-100)),
 ]
+
+
+# --------------------------------------------------------------- a tiny encoder for BERTScore (no download)
+
+
+class TinyTokenizer:
+    """Word-level tokenizer with Hugging Face's interface: [CLS]=1, [SEP]=2, [PAD]=0, words hashed to 3..63."""
+
+    cls_token_id, sep_token_id, pad_token_id = 1, 2, 0
+
+    def __len__(self):
+        return 64
+
+    def encode(self, sent, add_special_tokens=True, max_length=512, truncation=True):
+        ids = [3 + (sum(map(ord, w)) * 7919) % 61 for w in sent.split()]
+        return ([1] + ids + [2])[:max_length]
+
+
+class TinyEncoder(torch.nn.Module):
+    """Embedding + two tanh layers; returns ``(last, None, hidden_states)`` like a Hugging Face model tuple."""
+
+    def __init__(self, seed=0):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.emb = torch.nn.Parameter(torch.randn(64, 8, generator=g))
+        self.w1 = torch.nn.Parameter(torch.randn(8, 8, generator=g) / 3)
+        self.w2 = torch.nn.Parameter(torch.randn(8, 8, generator=g) / 3)
+
+    def forward(self, ids, attention_mask=None, output_hidden_states=True):
+        h0 = self.emb[ids]
+        ctx = (h0 * attention_mask[..., None]).sum(1, keepdim=True) / attention_mask.sum(1, keepdim=True)[..., None]
+        h1 = torch.tanh(h0 @ self.w1 + 0.5 * ctx)
+        h2 = torch.tanh(h1 @ self.w2)
+        return (h2, None, (h0, h1, h2))
+
+
+TINY = (TinyEncoder(), TinyTokenizer())
+
+
+def _bert_pairs(seed):
+    p, t = pairs(seed, 30)
+    return batches(p, t)
+
+
+def _sorted_dict(v):
+    return {k: torch.sort(x, dim=-1).values for k, x in v.items()}
+
+
+CASES += [
+    Case("bert_score-tiny", ft.bert_score, {"model": TINY[0], "tokenizer": TINY[1]}, _bert_pairs,
+         check={"canonical": _sorted_dict}),
+    Case("bert_score-tiny-idf-layers", ft.bert_score, {"model": TINY[0], "tokenizer": TINY[1], "idf": True,
+                                                      "all_layers": True, "batch_size": 4}, _bert_pairs,
+         check={"canonical": _sorted_dict}),
+]
