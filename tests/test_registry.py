@@ -3,10 +3,10 @@ import inspect
 
 import fmetrics
 from fmetrics import aggregation, classification, detection, regression, retrieval, segmentation, wrappers
-from fmetrics import audio, text
+from fmetrics import audio, image, text
 from tests.cases import all_cases
 
-DOMAINS = (aggregation, classification, regression, retrieval, text, detection, segmentation, audio, wrappers)
+DOMAINS = (aggregation, classification, regression, retrieval, text, detection, segmentation, audio, image, wrappers)
 
 
 def _factories():
