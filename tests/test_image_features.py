@@ -117,7 +117,7 @@ def test_mifid_matches_torchmetrics_compute():
     m = fi.memorization_informed_frechet_inception_distance(feature=torch.nn.Flatten())
     s = m.update(m.update(m.init(), fr[:, :, None, None], True), ff[:, :, None, None], False)
     mu1, mu2 = fr.mean(0), ff.mean(0)
-    want = _mifid_compute(mu1, torch.cov(fr.T), ff, mu2, torch.cov(ff.T), fr, 0.1)
+    want = _mifid_compute(mu1, torch.cov(fr.T), fr, mu2, torch.cov(ff.T), ff, 0.1)
     assert abs(float(m.finalize(s)) - float(want)) < 1e-6 * abs(float(want))
 
 

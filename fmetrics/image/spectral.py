@@ -501,8 +501,8 @@ def spatial_distortion_index(*, norm_order: int = 1, window_size: int = 7,
         >>> g = torch.Generator().manual_seed(0)
         >>> pan = torch.rand(1, 2, 32, 32, generator=g)
         >>> ms = torch.rand(1, 2, 16, 16, generator=g)
-        >>> float(fmetrics.spatial_distortion_index()(pan, ms, pan, ms)) < 1e-6
-        False
+        >>> round(float(fmetrics.spatial_distortion_index()(pan, ms, pan, ms)), 4)
+        0.0
     """
     name = "spatial_distortion_index"
     c.check_positive(name, "norm_order", norm_order, integer=True)
@@ -548,8 +548,8 @@ def quality_with_no_reference(*, alpha: float = 1, beta: float = 1, norm_order: 
         >>> g = torch.Generator().manual_seed(0)
         >>> pan = torch.rand(1, 2, 32, 32, generator=g)
         >>> ms = torch.rand(1, 2, 16, 16, generator=g)
-        >>> 0 < float(fmetrics.quality_with_no_reference()(pan, ms, pan, ms)) <= 1
-        True
+        >>> round(float(fmetrics.quality_with_no_reference()(pan, ms, pan, ms)), 4)
+        0.7694
     """
     name = "quality_with_no_reference"
     c.check_positive(name, "alpha", alpha, allow_zero=True)
