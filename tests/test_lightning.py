@@ -126,3 +126,89 @@ def test_lightning_ddp_logs_the_one_process_value(tmp_path):
 
 if __name__ == "__main__":
     main(sys.argv[1], int(sys.argv[2]))
+
+
+# ---------------------------------------------------------------- a fit killed mid-epoch and resumed
+
+
+class _Crash(Exception):
+    pass
+
+
+def _resume_run(tmp_path, persistent: bool):
+    """Epoch values of an uninterrupted fit, and of a fit killed at step 4 and resumed from its step-3 checkpoint."""
+    import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import fmetrics as fm
+    from adapters import TorchMetric
+
+    class Resumable(DataLoader):
+        """A loader Lightning can resume mid-epoch: it skips the batches the checkpoint had delivered."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._start = self._served = 0
+
+        def __iter__(self):
+            for i, batch in enumerate(super().__iter__()):
+                if i < self._start:
+                    continue
+                self._served = i + 1
+                yield batch
+            self._start = self._served = 0
+
+        def state_dict(self):
+            return {"served": self._served}
+
+        def load_state_dict(self, state):
+            self._start = state["served"]
+
+    class Module(L.LightningModule):
+        def __init__(self, crash_at=None):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+            self.auroc = TorchMetric(fm.binary_auroc(), persistent=persistent)
+            self.mean = TorchMetric(fm.mean(), persistent=persistent)
+            self.crash_at = crash_at
+
+        def training_step(self, batch, batch_idx):
+            if self.global_step == self.crash_at:
+                raise _Crash()
+            p, t = batch
+            self.auroc.update(p, t)
+            self.mean.update(p)
+            self.log("auroc", self.auroc, on_step=False, on_epoch=True)
+            self.log("mean", self.mean, on_step=False, on_epoch=True)
+            return (self.layer(p[:, None]) ** 2).mean()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.0)
+
+    def trainer(root, **kwargs):
+        return L.Trainer(accelerator="cpu", max_epochs=1, logger=False, enable_progress_bar=False,
+                         enable_model_summary=False, default_root_dir=str(root), **kwargs)
+
+    def loader():
+        return Resumable(TensorDataset(*_data()), batch_size=BATCH)
+
+    t = trainer(tmp_path / "whole", enable_checkpointing=False)
+    t.fit(Module(), loader())
+    want = {k: float(v) for k, v in t.callback_metrics.items()}
+    ckpt = L.pytorch.callbacks.ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), every_n_train_steps=3, save_top_k=-1)
+    t = trainer(tmp_path / "killed", callbacks=[ckpt])
+    with pytest.raises(_Crash):
+        t.fit(Module(crash_at=4), loader())  # dies mid-epoch, after the checkpoint of step 3
+    path = sorted((tmp_path / "ckpt").glob("*.ckpt"))[-1]
+    t = trainer(tmp_path / "resumed", enable_checkpointing=False)
+    t.fit(Module(), loader(), ckpt_path=str(path))
+    return want, {k: float(v) for k, v in t.callback_metrics.items()}
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_a_fit_killed_mid_epoch_and_resumed_logs_the_uninterrupted_epoch_value(tmp_path):
+    want, got = _resume_run(tmp_path, persistent=True)
+    assert set(want) == {"auroc", "mean"}
+    assert got == want
+    want, lost = _resume_run(tmp_path / "default", persistent=False)  # torchmetrics' default: the state is lost
+    assert lost["mean"] != pytest.approx(want["mean"], rel=1e-9)
