@@ -232,6 +232,12 @@ def bert_score(*, model: torch.nn.Module, tokenizer: Any, num_layers: Optional[i
     merge_tags = BertScoreState(*(["cat"] * 6), "sum", "sum")
     from fmetrics.state import merge_fields
 
+    # the state key names the encoder by its class and weights (not its identity), so ranks agree on it
+    with torch.no_grad():
+        checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
+    fingerprint = (type(model).__qualname__, sum(p.numel() for p in model.parameters()), round(checksum, 6),
+                   type(tokenizer).__qualname__, vocab, tuple(special), tokenizer.pad_token_id)
+    key = ("bert_score", fingerprint, num_layers, all_layers, idf, max_length, baseline_path, bool(rescale_with_baseline))
     return Metric(init=init, update=update, merge=merge_fields(merge_tags), finalize=finalize, name=name,
-                  reductions=merge_tags, higher_is_better=True, is_differentiable=False, bounds=(None, None),
+                  state_key=key, reductions=merge_tags, higher_is_better=True, is_differentiable=False, bounds=(None, None),
                   host_input=True)
