@@ -8,7 +8,7 @@ touched and names the metric and the argument.
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -16,8 +16,7 @@ from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
-__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "zeros_i",
-           "zeros_f", "SentenceScores", "cat_scores"]
+__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "cat_scores"]
 
 
 def require(metric: str, module: str, package: str | None = None, extra: str = "text"):
@@ -87,14 +86,6 @@ def pair_lists(metric: str, preds: Any, target: Any) -> tuple[list, list]:
     return p, t
 
 
-def zeros_i(*shape) -> torch.Tensor:
-    return torch.zeros(shape, dtype=torch.int64)
-
-
-def zeros_f(*shape) -> torch.Tensor:
-    return torch.zeros(shape, dtype=torch.float64)
-
-
 def counts_family(name: str, key, State, update, dtypes: dict | None = None, shapes: dict | None = None,
                   cats: Sequence[str] = ()) -> Family:
     """A host-input family over ``State`` (a module-level NamedTuple) of sum-merged counts.
@@ -123,10 +114,6 @@ def counts_family(name: str, key, State, update, dtypes: dict | None = None, sha
 
     reductions = State(*("cat" if f in cats else "sum" for f in fields))
     return Family(name=name, key=key, init=init, update=wrapped, reductions=reductions, host_input=True)
-
-
-class SentenceScores(NamedTuple):
-    scores: Any
 
 
 def cat_scores(chunks) -> torch.Tensor:

@@ -14,7 +14,6 @@ sentence its token counts, and the document frequencies of reference tokens
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
