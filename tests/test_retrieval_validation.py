@@ -130,6 +130,14 @@ def test_deferred_rules_in_a_collection_shared_state():
     with pytest.raises(ValueError, match="retrieval_map: 2 input entries broke the rule: `target` must be binary"):
         c.finalize(s)
     assert fm.retrieval_normalized_dcg().finalize(s[0]).item() > 0
+    # eager (CPU): NDCG's update checks the shared rules only; MAP's finalizer still reports the graded targets
+    s = c.update(c.init(), T([.1, .2, .3]), T([2, 0, 3]), T([0, 0, 1]))
+    with pytest.raises(ValueError, match="retrieval_map: 2 input entries broke .* binary.* the first was 2"):
+        c.finalize(s)
+    # MAP first: its eager check raises in update, before the state changes
+    c = fm.collection({"map": fm.retrieval_map(), "ndcg": fm.retrieval_normalized_dcg()})
+    with pytest.raises(ValueError, match=r"retrieval_map: `target` must be binary"):
+        c.update(c.init(), T([.1, .2, .3]), T([2, 0, 3]), T([0, 0, 1]))
 
 
 @pytest.mark.parametrize("target,ignore_index,count", [

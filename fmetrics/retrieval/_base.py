@@ -90,7 +90,7 @@ def family(name: str, ignore_index: Optional[int], binary: bool) -> Family:
         return Ranked(rank(state, ignore_index), state.non_binary)
 
     return Family(name="retrieval", key=(ignore_index,), init=_state.init,
-                  update=_state.make_update(name, ignore_index), merge=_state.merge, reductions=_state.TAGS,
+                  update=_state.make_update(name, ignore_index, binary), merge=_state.merge, reductions=_state.TAGS,
                   shared=shared, check=_state.make_check(name, ignore_index, binary))
 
 

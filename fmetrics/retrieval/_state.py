@@ -103,11 +103,18 @@ def _non_binary(t: torch.Tensor, kept) -> torch.Tensor:
 
 
 def make_check(name: str, ignore_index: Optional[int], binary: bool):
-    """The eager check (CPU tensors, eager mode): raises at once, quoting the offending values."""
+    """The eager check (CPU tensors, eager mode): raises at once, quoting the offending values.
+
+    A clean batch costs three reductions (query ids' min, the scores' sum for
+    NaN, the targets' min and max); the per-row masks are built only when one of
+    them fails (or for float / ignored targets, whose rules need them).
+    """
 
     def check(preds, target, indexes=None) -> None:
         check_inputs(name, preds, target, indexes)
         p, t, q = preds.detach().reshape(-1), target.detach().reshape(-1), indexes.detach().reshape(-1)
+        if not p.numel() or _clean(p, t, q, ignore_index, binary):
+            return
         kept = _kept(t, ignore_index)
         rules = [(RULE_INDEX, q < 0, q), (RULE_PRED, torch.isnan(p), p), (RULE_TARGET, _bad_target(t, kept), t)]
         if binary:
@@ -120,8 +127,25 @@ def make_check(name: str, ignore_index: Optional[int], binary: bool):
     return check
 
 
-def make_update(name: str, ignore_index: Optional[int]):
-    """``update(state, preds, target, indexes)``: checks metadata eagerly, records the value rules."""
+def _clean(p: torch.Tensor, t: torch.Tensor, q: torch.Tensor, ignore_index, binary: bool) -> bool:
+    """A batch that breaks no rule, by reductions only (``False``: look closer; integer targets, no ignore_index)."""
+    if int(q.min()) < 0 or bool(torch.isnan(p.sum())):  # a NaN score makes the sum NaN (so may inf - inf)
+        return False
+    if t.dtype == torch.bool:
+        return True
+    if t.is_floating_point() or ignore_index is not None:
+        return False
+    low, high = torch.aminmax(t)
+    return int(low) >= 0 and (not binary or int(high) <= 1)
+
+
+def make_update(name: str, ignore_index: Optional[int], binary: bool):
+    """``update(state, preds, target, indexes)``: checks metadata eagerly, records the value rules.
+
+    Where the eager check ran (`fmetrics.validation.eager_check_applies`), the
+    batch broke none of its rules: only the non-binary record of a graded
+    metric's update is still kept (binary members sharing the state report it).
+    """
 
     def update(state: RetrievalState, preds, target, indexes=None) -> RetrievalState:
         check_inputs(name, preds, target, indexes)
@@ -130,17 +154,36 @@ def make_update(name: str, ignore_index: Optional[int]):
         t = target.detach().reshape(-1).clone()
         q = indexes.detach().reshape(-1).to(torch.int64, copy=True)
         kept = _kept(t, ignore_index)
-        return RetrievalState(
-            state.preds + (p,),
-            state.target + (t,),
-            state.indexes + (q,),
-            invalid_flag(state.bad_index, q < 0, q),
-            invalid_flag(state.bad_pred, torch.isnan(p), p),
-            invalid_flag(state.bad_target, _bad_target(t, kept), t),
-            invalid_flag(state.non_binary, _non_binary(t, kept), t),
-        )
+        # (`Metric.update` has checked that every input is on the state's device: one input tells)
+        if validation.eager_check_applies((preds,), {}):
+            # `Metric.update` has just run the eager check on this batch: nothing to record but the call
+            records = [_called(inv) for inv in state[3:]]
+            if not binary:
+                records[3] = _flag_on_host(state.non_binary, _non_binary(t, kept), t)
+        else:
+            records = (invalid_flag(state.bad_index, q < 0, q),
+                       invalid_flag(state.bad_pred, torch.isnan(p), p),
+                       invalid_flag(state.bad_target, _bad_target(t, kept), t),
+                       invalid_flag(state.non_binary, _non_binary(t, kept), t))
+        return RetrievalState(state.preds + (p,), state.target + (t,), state.indexes + (q,), *records)
 
     return update
+
+
+def _flag_on_host(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Invalid:
+    """`invalid_flag` for eager CPU updates, where reading a count is free: a batch with nothing to
+    record, or a record that already has its first value, costs one count instead of ten small ops."""
+    n = validation.count(bad)
+    if not int(n):
+        return _called(inv)
+    if int(inv.count):
+        return Invalid(inv.count + n, inv.first, inv.call, inv.calls + 1)
+    return invalid_flag(inv, bad, values)
+
+
+def _called(inv: Invalid) -> Invalid:
+    """``inv`` after one more update call that broke no rule."""
+    return Invalid(inv.count, inv.first, inv.call, inv.calls + 1)
 
 
 def report(name: str, state: RetrievalState) -> None:
