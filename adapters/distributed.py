@@ -151,7 +151,8 @@ class _Unit:
         else:
             self.leaves, self.spec = _tensor_leaves(node, path)
             self.lengths: list[int] = []  # pieces per "cat" field inside the unit
-            self.skeleton = _skeleton(tag, node, self.pieces, self.lengths, path)
+            self.segments: list = []  # in piece order: ("leaves", count) or ("cat", path)
+            self.skeleton = _skeleton(tag, node, self.pieces, self.lengths, path, self.segments)
 
     def describe(self) -> list[str]:
         """Lines of the layout fingerprint (what every rank must agree on)."""
@@ -182,23 +183,26 @@ def _join_chunks(chunks: list[torch.Tensor], path: str) -> list[torch.Tensor]:
     return chunks
 
 
-def _skeleton(tags, node, pieces: list, lengths: list, path: str) -> str:
+def _skeleton(tags, node, pieces: list, lengths: list, path: str, segments: list) -> str:
     """The structure of a merge unit with its chunk tuples left out; appends its pieces (chunk fields
-    joined, see `_join_chunks`) and the piece count of each chunk field."""
+    joined, see `_join_chunks`), the piece count of each chunk field and the segments of the pieces."""
     if isinstance(tags, str) and tags == "cat" and isinstance(node, (tuple, list)):
         joined = _join_chunks(_tensor_leaves(tuple(node), path)[0], path)
         pieces.extend(joined)
         lengths.append(len(joined))
+        segments.append(("cat", path))
         return "cat"
     if tags is None or isinstance(tags, str):
         leaves, spec = _tensor_leaves(node, path)
         pieces.extend(leaves)
+        segments.append(("leaves", len(leaves)))
         return str(spec)
     if isinstance(tags, Mapping) and isinstance(node, Mapping):
-        inner = ", ".join(f"{k!r}: {_skeleton(tags[k], node[k], pieces, lengths, f'{path}[{k!r}]')}" for k in node)
+        inner = ", ".join(f"{k!r}: {_skeleton(tags[k], node[k], pieces, lengths, f'{path}[{k!r}]', segments)}"
+                          for k in node)
         return f"{{{inner}}}"
     names = getattr(node, "_fields", None)
-    inner = ", ".join(_skeleton(t, x, pieces, lengths, f"{path}.{names[i]}" if names else f"{path}[{i}]")
+    inner = ", ".join(_skeleton(t, x, pieces, lengths, f"{path}.{names[i]}" if names else f"{path}[{i}]", segments)
                       for i, (t, x) in enumerate(zip(tags, node)))
     return f"{type(node).__qualname__}({inner})"
 
@@ -373,24 +377,40 @@ def _check_fingerprints(header: torch.Tensor, description: list[str], group, wor
 def _check_chunk_shapes(units: list[_Unit], layouts: list) -> None:
     """The chunks of a ``"cat"`` field, on every rank, can be joined along one axis: one number of
     dimensions, and sizes that differ in one dimension at most (dim 0, or the row axis of a stacked
-    state). Every rank sees every layout, so every rank raises together."""
+    state). Every rank sees every layout, so every rank raises together. Chunk fields inside a merge
+    unit are checked when every rank's unit has one structure (else `merge` meets them)."""
     for i, u in enumerate(units):
-        if u.kind != "cat":
-            continue
-        shapes = [(r, shape) for r, layout in enumerate(layouts) for _, shape in layout[i][1]]
-        if len({len(shape) for _, shape in shapes}) > 1:
-            raise LayoutMismatchError(
-                f"adapters.distributed.reduce: the chunks of {u.path} differ in their number of dimensions "
-                f"({_chunk_list(shapes)}), so they cannot be concatenated; every update must append chunks "
-                "of one trailing shape")
-        if not shapes:
-            continue
-        varying = [d for d in range(len(shapes[0][1])) if len({shape[d] for _, shape in shapes}) > 1]
-        if len(varying) > 1:
-            raise LayoutMismatchError(
-                f"adapters.distributed.reduce: the chunks of {u.path} differ in trailing shape "
-                f"({_chunk_list(shapes)}: sizes differ in dims {varying}), so they cannot be concatenated; "
-                "every update must append chunks of one trailing shape")
+        if u.kind == "cat":
+            _check_field(u.path, [(r, shape) for r, layout in enumerate(layouts) for _, shape in layout[i][1]])
+        elif u.kind == "merge" and any(kind == "cat" for kind, _ in u.segments) and \
+                all(layout[i][0] == layouts[0][i][0] for layout in layouts):
+            fields: dict = {}
+            for r, layout in enumerate(layouts):
+                shapes, counts = iter(layout[i][1]), iter(layout[i][2])
+                for kind, what in u.segments:
+                    if kind == "leaves":
+                        for _ in range(what):
+                            next(shapes)
+                    else:
+                        fields.setdefault(what, []).extend((r, next(shapes)[1]) for _ in range(next(counts)))
+            for path, shapes in fields.items():
+                _check_field(path, shapes)
+
+
+def _check_field(path: str, shapes: list) -> None:
+    if len({len(shape) for _, shape in shapes}) > 1:
+        raise LayoutMismatchError(
+            f"adapters.distributed.reduce: the chunks of {path} differ in their number of dimensions "
+            f"({_chunk_list(shapes)}), so they cannot be concatenated; every update must append chunks "
+            "of one trailing shape")
+    if not shapes:
+        return
+    varying = [d for d in range(len(shapes[0][1])) if len({shape[d] for _, shape in shapes}) > 1]
+    if len(varying) > 1:
+        raise LayoutMismatchError(
+            f"adapters.distributed.reduce: the chunks of {path} differ in trailing shape "
+            f"({_chunk_list(shapes)}: sizes differ in dims {varying}), so they cannot be concatenated; "
+            "every update must append chunks of one trailing shape")
 
 
 def _chunk_list(shapes: list) -> str:

@@ -221,6 +221,18 @@ def test_chunks_of_one_field_with_other_trailing_shapes_raise_naming_the_field()
         reduce(m, s)
     ok = m.update(m.update(m.init(), torch.zeros(2, 3, 5)), torch.zeros(2, 7, 5))  # one varying axis: a stacked state
     assert reduce(m, ok) is ok
+    # a chunk field inside a merge unit (a NamedTuple with an untagged field) is checked the same way
+    merged = m.replace(init=lambda: _RowsN((), torch.zeros((), dtype=torch.int64)),
+                       update=lambda s, x: _RowsN((x.clone(),), s.n + 1),
+                       merge=lambda a, b: _RowsN(a.rows + b.rows, a.n + b.n), reductions=_RowsN(rows="cat", n=None))
+    s = merged.update(merged.update(merged.init(), torch.zeros(2, 3)), torch.zeros(1, 4))
+    with pytest.raises(LayoutMismatchError, match=r"chunks of state\.rows differ in trailing shape"):
+        reduce(merged, s)
+
+
+class _RowsN(NamedTuple):
+    rows: tuple
+    n: torch.Tensor
 
 
 def _vector_sum(n):
