@@ -1,10 +1,7 @@
 """Classification on core v2: one family builder (shared sort), doctests, ownership, metadata, two defects."""
 from __future__ import annotations
 
-import doctest
-import importlib
 import inspect
-import pkgutil
 import warnings
 
 import pytest
@@ -72,64 +69,24 @@ def test_old_builders_are_gone():
     assert _scores.Family is fmetrics.Family  # the curves' own Family class is gone
 
 
-# ---------------------------------------------------------------------- doctests of every module
-
-
-def _modules():
-    yield cls
-    for info in pkgutil.walk_packages(cls.__path__, cls.__name__ + "."):
-        yield importlib.import_module(info.name)
-
-
-def _doctests():
-    parser = doctest.DocTestParser()
-    for module in _modules():
-        docs = [(module.__name__, module.__doc__)]
-        for name, obj in vars(module).items():
-            if callable(obj) and getattr(obj, "__module__", None) == module.__name__ and obj.__doc__:
-                docs.append((f"{module.__name__}.{name}", obj.__doc__))
-        for name, doc in docs:
-            if doc and ">>>" in doc:
-                yield parser.get_doctest(doc, {"fmetrics": fmetrics, "torch": torch, "_format": None}, name,
-                                         module.__file__, 0)
-
-
-def test_every_classification_example_runs():
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    ran = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for test in _doctests():
-            if test.name == "fmetrics.classification._format":
-                from fmetrics.classification import _format
-
-                test.globs.update(vars(_format))
-            runner.run(test)
-            ran += 1
-    result = runner.summarize(verbose=False)
-    assert result.failed == 0, f"{result.failed} doctest examples failed (see the output above)"
-    assert ran >= 55
+# ---------------------------------------------------------------------- documentation
+# (the examples themselves run in tests/test_doctests.py, the project-wide doctest runner, module by module)
 
 
 def _public_factories():
     return [(n, getattr(fm, n)) for n in cls.__all__]
 
 
-# not yet given Args / Inputs / Returns (curve family) or an Example (task facades): issue 11 §5, open
-PENDING_DOCS = {n for n in cls.__all__ if n in fm.classification.curves.__all__} | {
-    "precision", "recall", "fbeta_score", "f1_score", "specificity", "negative_predictive_value", "jaccard_index",
-    "hamming_distance", "exact_match", "confusion_matrix", "matthews_corrcoef", "cohen_kappa"}
-
-
-@pytest.mark.parametrize("name,fn", [pytest.param(n, f, marks=pytest.mark.xfail(strict=True, reason="docs pending"))
-                                     if n in PENDING_DOCS else (n, f) for n, f in _public_factories()],
-                         ids=[n for n, _ in _public_factories()])
+@pytest.mark.parametrize("name,fn", _public_factories(), ids=[n for n, _ in _public_factories()])
 def test_every_factory_documents_args_inputs_returns_and_an_example(name, fn):
     doc = fn.__doc__
     for section in ("Args:", "Inputs:", "Returns:", "Example::", ">>>"):
         assert section in doc, f"{name}: no {section}"
-    for arg in inspect.signature(fn).parameters:
+    for arg, p in inspect.signature(fn).parameters.items():
         assert f"  {arg}: " in doc, f"{name}: argument {arg} undocumented"
+        assert p.kind is p.KEYWORD_ONLY, f"{name}: {arg} is not keyword-only"
+        assert p.annotation is not p.empty, f"{name}: {arg} has no type"
+    assert doc.count(">>>") >= 1 and doc.index("Example::") > doc.index("Returns:")
 
 
 # ---------------------------------------------------------------------- ownership and autograd

@@ -54,6 +54,13 @@ MEANING = {
     "n_bins": "the number of equal-width confidence bins over [0, 1].",
     "norm": "'l1' expected calibration error, 'l2' root mean square, 'max' maximum calibration error.",
     "squared": "square each hinge loss.",
+    "curve_average": "None / 'none': one curve per class (lists of 1-D tensors when exact, (C, T) tensors when "
+                     "binned); 'micro': one curve over every (class score, is-that-class) pair pooled; 'macro': "
+                     "every class's rate interpolated onto the pooled grid and averaged (torchmetrics' definition).",
+    "score_average": "'macro' the unweighted mean over columns (a class / label absent from target scores 0 and "
+                     "counts, as in torchmetrics); 'weighted' weights each column by its number of positives; "
+                     "'micro' (multilabel) pools every label's (score, label) pairs into one curve; 'none' / None "
+                     "one value per column.",
     "multiclass_mode": "'crammer-singer': one margin per sample (true class against the best other); "
                        "'one-vs-all': one binary hinge loss per class.",
 }
@@ -69,8 +76,18 @@ _MULTILABEL = ("preds: float (N, L, ...) probabilities or logits (sigmoid, as fo
 _SCORES_MULTICLASS = ("preds: float (N, C, ...) scores: probabilities, or logits (a batch with any value "
                       "outside [0, 1] gets a softmax over C). target: int (N, ...) labels in [0, C) "
                       "(or ignore_index).")
+_SCORES_BINARY = ("preds: float (N, ...) scores: probabilities, or logits (a batch with any value outside [0, 1] "
+                  "gets a sigmoid); int / bool 0/1 predictions are used as hard scores (AUROC / AP warn). "
+                  "target: int, bool or float (N, ...) with values 0 / 1 (or ignore_index).")
+_SCORES_MULTILABEL = ("preds: float (N, L, ...) scores: probabilities, or logits (a batch with any value outside "
+                      "[0, 1] gets a sigmoid). target: (N, L, ...) with values 0 / 1 (or ignore_index).")
+_RANKING = ("preds: float (N, L) scores (only their order within a sample matters, so logits and probabilities "
+            "give the same value). target: (N, L) with values 0 / 1 (or ignore_index).")
 INPUTS = {
     "binary": _BINARY,
+    "scores-binary": _SCORES_BINARY,
+    "scores-multilabel": _SCORES_MULTILABEL,
+    "ranking": _RANKING,
     "multiclass": _MULTICLASS,
     "multilabel": _MULTILABEL,
     "scores-multiclass": _SCORES_MULTICLASS,
@@ -86,6 +103,9 @@ def _accepted(annotation) -> str:
         parts = [a for a in typing.get_args(annotation) if a is not type(None)]
         text = " or ".join(_accepted(a) for a in parts)
         return text + (" or None" if len(parts) < len(typing.get_args(annotation)) else "")
+    if origin in (list, tuple):
+        args = [_accepted(a) for a in typing.get_args(annotation) if a is not ...]
+        return f"a list of {args[0]}" if origin is list else "a tuple (" + ", ".join(args) + ")"
     if annotation is inspect.Parameter.empty:
         return "see below"
     return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))

@@ -7,7 +7,7 @@ weights: ``"none"`` (0 on the diagonal, 1 elsewhere), ``"linear"`` ``|i - j|``,
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Literal, Optional
 
 import torch
 
@@ -20,6 +20,8 @@ from fmetrics.state import accum_dtype
 from fmetrics.recipe import factory
 
 __all__ = ["binary_cohen_kappa", "multiclass_cohen_kappa", "cohen_kappa"]
+
+Weights = Optional[Literal["none", "linear", "quadratic"]]
 
 
 def _kappa(name: str, weights):
@@ -40,7 +42,7 @@ def _kappa(name: str, weights):
 
 @factory
 @documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
-def binary_cohen_kappa(*, threshold: float = 0.5, weights: Optional[str] = None, ignore_index: Optional[int] = None,
+def binary_cohen_kappa(*, threshold: float = 0.5, weights: Weights = None, ignore_index: Optional[int] = None,
                        validate_args: bool = True) -> Metric:
     """Cohen's kappa of thresholded binary predictions.
 
@@ -56,7 +58,7 @@ def binary_cohen_kappa(*, threshold: float = 0.5, weights: Optional[str] = None,
 
 @factory
 @documented(returns="float64: 0-d, or one value per class (``(C,)``) for ``average='none'`` / ``None``; a leading ``N`` axis for ``multidim_average='samplewise'``.", inputs='multiclass')
-def multiclass_cohen_kappa(*, num_classes: int, weights: Optional[str] = None, ignore_index: Optional[int] = None,
+def multiclass_cohen_kappa(*, num_classes: int, weights: Weights = None, ignore_index: Optional[int] = None,
                            validate_args: bool = True) -> Metric:
     """Cohen's kappa of argmax predictions over ``num_classes`` classes.
 
@@ -72,10 +74,18 @@ def multiclass_cohen_kappa(*, num_classes: int, weights: Optional[str] = None, i
 
 @factory
 @documented(returns="that of the task's factory.", inputs='facade')
-def cohen_kappa(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
-                weights: Optional[str] = None, ignore_index: Optional[int] = None,
+def cohen_kappa(*, task: Literal["binary", "multiclass"], threshold: float = 0.5, num_classes: Optional[int] = None,
+                weights: Weights = None, ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
-    """Task facade (``"binary" | "multiclass"``) over the ``*_cohen_kappa`` factories."""
+    """Task facade (``"binary" | "multiclass"``) over the ``*_cohen_kappa`` factories.
+
+    Example::
+
+        >>> m = fmetrics.cohen_kappa(task="multiclass", num_classes=3, weights="quadratic")
+        >>> # scikit-learn's cohen_kappa_score(weights="quadratic")
+        >>> m(torch.tensor([2, 1, 0, 1, 2, 0]), torch.tensor([2, 0, 0, 1, 1, 0]))
+        tensor(0.7500, dtype=torch.float64)
+    """
     task = check_task("cohen_kappa", task, num_classes, None, ('binary', 'multiclass'))
     if task == "binary":
         return binary_cohen_kappa(threshold=threshold, weights=weights, ignore_index=ignore_index, validate_args=validate_args)

@@ -162,7 +162,16 @@ def multilabel_confusion_matrix(*, num_labels: int, threshold: float = 0.5, norm
 def confusion_matrix(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
                      num_labels: Optional[int] = None, normalize: Optional[Normalize] = None,
                      ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
-    """Task facade over the ``*_confusion_matrix`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_confusion_matrix`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.confusion_matrix(task="multiclass", num_classes=3)
+        >>> m(torch.tensor([2, 1, 0, 1, 2, 0]), torch.tensor([2, 0, 0, 1, 1, 0]))  # scikit-learn's confusion_matrix (rows: target)
+        tensor([[2, 1, 0],
+                [0, 1, 1],
+                [0, 0, 1]])
+    """
     task = check_task("confusion_matrix", task, num_classes, num_labels)
     if task == "binary":
         return binary_confusion_matrix(threshold=threshold, normalize=normalize, ignore_index=ignore_index, validate_args=validate_args)

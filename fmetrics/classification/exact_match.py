@@ -7,7 +7,7 @@ right. ``multidim_average="samplewise"`` gives one value per sample.
 """
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import torch
 
@@ -110,10 +110,18 @@ def multilabel_exact_match(*, num_labels: int, threshold: float = 0.5, multidim_
 
 @factory
 @documented(returns="that of the task's factory.", inputs='facade')
-def exact_match(*, task: Task, num_classes: Optional[int] = None, num_labels: Optional[int] = None,
+def exact_match(*, task: Literal["multiclass", "multilabel"], num_classes: Optional[int] = None, num_labels: Optional[int] = None,
                 threshold: float = 0.5, multidim_average: MultidimAverage = "global", ignore_index: Optional[int] = None,
                 validate_args: bool = True) -> Metric:
-    """Task facade (``"multiclass" | "multilabel"``) over the ``*_exact_match`` factories."""
+    """Task facade (``"multiclass" | "multilabel"``) over the ``*_exact_match`` factories.
+
+    Example::
+
+        >>> m = fmetrics.exact_match(task="multilabel", num_labels=3)
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))  # scikit-learn's accuracy_score (subset accuracy)
+        tensor(0.5000, dtype=torch.float64)
+    """
     task = check_task("exact_match", task, num_classes, num_labels, ("multiclass", "multilabel"))
     if task == "multiclass":
         return multiclass_exact_match(num_classes=num_classes, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)

@@ -84,7 +84,14 @@ def fbeta_score(*, task: Task, beta: float = 1.0, threshold: float = 0.5, num_cl
                 num_labels: Optional[int] = None, average: Optional[Average] = "micro",
                 multidim_average: MultidimAverage = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                 validate_args: bool = True, zero_division: float = 0) -> Metric:
-    """Task facade over the ``*_fbeta_score`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_fbeta_score`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.fbeta_score(task="multiclass", num_classes=3, beta=2.0, average="macro")
+        >>> m(torch.tensor([2, 1, 0, 1, 2, 0]), torch.tensor([2, 0, 0, 1, 1, 0]))  # scikit-learn's fbeta_score(beta=2, average="macro")
+        tensor(0.6825, dtype=torch.float64)
+    """
     task = check_task("fbeta_score", task, num_classes, num_labels)
     if task == "binary":
         return binary_fbeta_score(beta=beta, threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
@@ -152,7 +159,14 @@ def f1_score(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] =
              num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
              top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
              zero_division: float = 0) -> Metric:
-    """Task facade over the ``*_f1_score`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_f1_score`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.f1_score(task="multiclass", num_classes=3, average=None)
+        >>> m(torch.tensor([2, 1, 0, 1, 2, 0]), torch.tensor([2, 0, 0, 1, 1, 0]))  # scikit-learn's f1_score(average=None)
+        tensor([0.8000, 0.5000, 0.6667], dtype=torch.float64)
+    """
     task = check_task("f1_score", task, num_classes, num_labels)
     if task == "binary":
         return binary_f1_score(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

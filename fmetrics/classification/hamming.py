@@ -77,7 +77,15 @@ def hamming_distance(*, task: Task, threshold: float = 0.5, num_classes: Optiona
                      num_labels: Optional[int] = None, average: Optional[Average] = "micro",
                      multidim_average: MultidimAverage = "global", top_k: int = 1, ignore_index: Optional[int] = None,
                      validate_args: bool = True) -> Metric:
-    """Task facade over the ``*_hamming_distance`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_hamming_distance`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.hamming_distance(task="multilabel", num_labels=3)
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))  # scikit-learn's hamming_loss
+        tensor(0.1667, dtype=torch.float64)
+    """
     task = check_task("hamming_distance", task, num_classes, num_labels)
     if task == "binary":
         return binary_hamming_distance(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)

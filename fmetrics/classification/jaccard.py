@@ -80,7 +80,14 @@ def jaccard_index(*, task: Task, threshold: float = 0.5, num_classes: Optional[i
                   num_labels: Optional[int] = None, average: Optional[Average] = "macro",
                   ignore_index: Optional[int] = None, validate_args: bool = True,
                   zero_division: float = 0.0) -> Metric:
-    """Task facade over the ``*_jaccard_index`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_jaccard_index`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.jaccard_index(task="multiclass", num_classes=3)
+        >>> m(torch.tensor([2, 1, 0, 1, 2, 0]), torch.tensor([2, 0, 0, 1, 1, 0]))  # scikit-learn's jaccard_score(average="macro")
+        tensor(0.5000, dtype=torch.float64)
+    """
     task = check_task("jaccard_index", task, num_classes, num_labels)
     if task == "binary":
         return binary_jaccard_index(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

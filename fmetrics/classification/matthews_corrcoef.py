@@ -116,7 +116,14 @@ def multilabel_matthews_corrcoef(*, num_labels: int, threshold: float = 0.5, ign
 def matthews_corrcoef(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
                       num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
                       validate_args: bool = True) -> Metric:
-    """Task facade over the ``*_matthews_corrcoef`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_matthews_corrcoef`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.matthews_corrcoef(task="binary")
+        >>> m(torch.tensor([0.7, 0.2, 0.9, 0.6, 0.1]), torch.tensor([1, 1, 0, 1, 0]))  # scikit-learn's matthews_corrcoef
+        tensor(0.1667, dtype=torch.float64)
+    """
     task = check_task("matthews_corrcoef", task, num_classes, num_labels)
     if task == "binary":
         return binary_matthews_corrcoef(threshold=threshold, ignore_index=ignore_index, validate_args=validate_args)

@@ -86,7 +86,14 @@ def negative_predictive_value(*, task: Task, threshold: float = 0.5, num_classes
                               multidim_average: MultidimAverage = "global", top_k: int = 1,
                               ignore_index: Optional[int] = None, validate_args: bool = True,
                               zero_division: float = 0) -> Metric:
-    """Task facade over the ``*_negative_predictive_value`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_negative_predictive_value`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.negative_predictive_value(task="binary")
+        >>> m(torch.tensor([0.7, 0.2, 0.9, 0.6, 0.1]), torch.tensor([1, 1, 0, 1, 0]))  # scikit-learn's precision_score(pos_label=0)
+        tensor(0.5000, dtype=torch.float64)
+    """
     task = check_task("negative_predictive_value", task, num_classes, num_labels)
     if task == "binary":
         return binary_negative_predictive_value(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

@@ -87,7 +87,14 @@ def precision(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] 
               num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
               top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
               zero_division: float = 0) -> Metric:
-    """Task facade over the ``*_precision`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_precision`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.precision(task="binary")
+        >>> m(torch.tensor([0.7, 0.2, 0.9, 0.6, 0.1]), torch.tensor([1, 1, 0, 1, 0]))  # scikit-learn's precision_score
+        tensor(0.6667, dtype=torch.float64)
+    """
     task = check_task("precision", task, num_classes, num_labels)
     if task == "binary":
         return binary_precision(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)
@@ -155,7 +162,15 @@ def recall(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = N
            num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
            top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True,
            zero_division: float = 0) -> Metric:
-    """Task facade over the ``*_recall`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_recall`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.recall(task="multilabel", num_labels=3, average="macro")
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))  # scikit-learn's recall_score(average="macro")
+        tensor(0.8333, dtype=torch.float64)
+    """
     task = check_task("recall", task, num_classes, num_labels)
     if task == "binary":
         return binary_recall(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args, zero_division=zero_division)

@@ -71,7 +71,14 @@ def multilabel_specificity(*, num_labels: int, threshold: float = 0.5, average: 
 def specificity(*, task: Task, threshold: float = 0.5, num_classes: Optional[int] = None,
                 num_labels: Optional[int] = None, average: Optional[Average] = "micro", multidim_average: MultidimAverage = "global",
                 top_k: int = 1, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
-    """Task facade over the ``*_specificity`` factories (torchmetrics' arguments)."""
+    """Task facade over the ``*_specificity`` factories (torchmetrics' arguments).
+
+    Example::
+
+        >>> m = fmetrics.specificity(task="binary")
+        >>> m(torch.tensor([0.7, 0.2, 0.9, 0.6, 0.1]), torch.tensor([1, 1, 0, 1, 0]))  # scikit-learn's recall_score(pos_label=0)
+        tensor(0.5000, dtype=torch.float64)
+    """
     task = check_task("specificity", task, num_classes, num_labels)
     if task == "binary":
         return binary_specificity(threshold=threshold, multidim_average=multidim_average, ignore_index=ignore_index, validate_args=validate_args)

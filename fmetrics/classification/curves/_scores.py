@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, List, Literal, NamedTuple, Optional, Union
 
 import torch
 
@@ -47,6 +47,13 @@ from fmetrics.metric import Metric
 from fmetrics.state import cat_chunks
 
 TASKS = ("binary", "multiclass", "multilabel")
+
+# the option types of the curve factories' signatures (read by `fmetrics.classification._docs.documented`)
+Task = Literal["binary", "multiclass", "multilabel"]
+Thresholds = Optional[Union[int, List[float], torch.Tensor]]
+CurveAverage = Optional[Literal["micro", "macro", "none"]]
+ScoreAverage = Optional[Literal["micro", "macro", "weighted", "none"]]
+ClassAverage = Optional[Literal["macro", "weighted", "none"]]
 
 
 class ExactState(NamedTuple):

@@ -1,11 +1,14 @@
 """AUROC: the area under the ROC curve (trapezoidal), with McClish's standardized partial AUC for ``max_fpr``."""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from fmetrics import validation
+from fmetrics.classification._docs import MEANING, documented
 from fmetrics.classification.curves import _curve
-from fmetrics.classification.curves._scores import check_average, family
+from fmetrics.classification.curves._scores import ClassAverage, ScoreAverage, Task, Thresholds, check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -55,8 +58,13 @@ def multi_auroc(p, average: str) -> torch.Tensor:
     return _curve.reduce(values, average, torch.stack([c.pos for c in counts]), p.name)
 
 
+_MANY = "float64: 0-d, or one value per {} (``({},)``) for ``average='none'`` / ``None``."
+
+
 @factory
-def binary_auroc(*, max_fpr=None, thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@documented(returns="float64 0-d tensor.", inputs="scores-binary")
+def binary_auroc(*, max_fpr: Optional[float] = None, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                 validate_args: bool = True) -> Metric:
     """Area under the ROC curve, ``P(score_pos > score_neg) + P(tie) / 2`` when exact.
 
     ``max_fpr`` in (0, 1]: the McClish-standardized partial AUC up to that
@@ -86,10 +94,20 @@ def binary_auroc(*, max_fpr=None, thresholds=None, ignore_index=None, validate_a
 
 
 @factory
-def multiclass_auroc(*, num_classes, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@documented(returns=_MANY.format("class", "C"), inputs="scores-multiclass", average=MEANING["score_average"])
+def multiclass_auroc(*, num_classes: int, average: ClassAverage = "macro", thresholds: Thresholds = None,
+                     ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """One-vs-rest AUROC per class, reduced by ``average`` (``"macro"``, ``"weighted"`` by support, ``"none"``).
 
     A class absent from target scores 0 (torchmetrics) and counts in the macro mean.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]])
+        >>> fmetrics.multiclass_auroc(num_classes=3)(preds, torch.tensor([0, 2, 2, 1]))  # sklearn roc_auc_score(multi_class="ovr")
+        tensor(0.8889, dtype=torch.float64)
+        >>> fmetrics.multiclass_auroc(num_classes=3, average=None)(preds, torch.tensor([0, 2, 2, 1]))
+        tensor([1.0000, 0.6667, 1.0000], dtype=torch.float64)
     """
     fam = family("multiclass_auroc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("macro", "weighted", "none"))
@@ -97,17 +115,39 @@ def multiclass_auroc(*, num_classes, average="macro", thresholds=None, ignore_in
 
 
 @factory
-def multilabel_auroc(*, num_labels, average="macro", thresholds=None, ignore_index=None, validate_args=True) -> Metric:
-    """AUROC per label, reduced by ``average`` (``"micro"`` pools every label's pairs)."""
+@documented(returns=_MANY.format("label", "L"), inputs="scores-multilabel", average=MEANING["score_average"])
+def multilabel_auroc(*, num_labels: int, average: ScoreAverage = "macro", thresholds: Thresholds = None,
+                     ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """AUROC per label, reduced by ``average`` (``"micro"`` pools every label's pairs).
+
+    Example::
+
+        >>> preds = torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]])
+        >>> target = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+        >>> fmetrics.multilabel_auroc(num_labels=3)(preds, target)  # scikit-learn's roc_auc_score(target, preds)
+        tensor(0.8333, dtype=torch.float64)
+        >>> fmetrics.multilabel_auroc(num_labels=3, average="micro")(preds, target)
+        tensor(0.8611, dtype=torch.float64)
+    """
     fam = family("multilabel_auroc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     average = check_average(fam.name, average, ("micro", "macro", "weighted", "none"))
     return fam.metric(lambda p: multi_auroc(p, average))
 
 
 @factory
-def auroc(*, task, thresholds=None, num_classes=None, num_labels=None, average="macro", max_fpr=None,
-          ignore_index=None, validate_args=True) -> Metric:
-    """Task facade for AUROC."""
+@documented(returns="that of the task's factory.", inputs="facade",
+            average=MEANING["score_average"] + " Multiclass and multilabel.", max_fpr=MEANING["max_fpr"] + " Binary only.")
+def auroc(*, task: Task, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+          num_labels: Optional[int] = None, average: ScoreAverage = "macro", max_fpr: Optional[float] = None,
+          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Task facade for AUROC.
+
+    Example::
+
+        >>> m = fmetrics.auroc(task="binary", max_fpr=0.5)  # scikit-learn's roc_auc_score(max_fpr=0.5)
+        >>> m(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1]))
+        tensor(0.6667, dtype=torch.float64)
+    """
     task = check_task("auroc", task)
     if task == "binary":
         return binary_auroc(max_fpr=max_fpr, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

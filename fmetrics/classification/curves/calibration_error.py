@@ -14,12 +14,13 @@ target. The state is three sums per bin, so memory is O(n_bins).
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
+from fmetrics.classification._docs import documented
 from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.classification.stat_scores import counting
@@ -30,6 +31,7 @@ from fmetrics.recipe import factory
 __all__ = ["binary_calibration_error", "multiclass_calibration_error", "calibration_error"]
 
 NORMS = ("l1", "l2", "max")
+Norm = Literal["l1", "l2", "max"]
 
 
 class CalibrationState(NamedTuple):
@@ -101,11 +103,19 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
     return fam.metric(name, finalize, is_differentiable=False, higher_is_better=False, bounds=(0.0, 1.0))
 
 
+_RETURNS = "float64 0-d tensor in [0, 1] (NaN when no sample was kept)."
+
+
 @factory
-def binary_calibration_error(*, n_bins=15, norm="l1", ignore_index=None, validate_args=True) -> Metric:
+@documented(returns=_RETURNS, inputs="scores-binary")
+def binary_calibration_error(*, n_bins: int = 15, norm: Norm = "l1", ignore_index: Optional[int] = None,
+                             validate_args: bool = True) -> Metric:
     """Calibration error of positive-class probabilities (logits get a sigmoid), see the module docstring.
 
     Example::
+
+        >>> # by hand: bin [0, .5) holds .25, .25 (accuracy 1/2), bin [.5, 1) .75, .75 (accuracy 1):
+        >>> # 0.5 * |0.5 - 0.25| + 0.5 * |1 - 0.75|
 
         >>> fmetrics.binary_calibration_error(n_bins=2)(torch.tensor([0.25, 0.25, 0.75, 0.75]),
         ...                                             torch.tensor([0, 1, 1, 1]))
@@ -115,16 +125,37 @@ def binary_calibration_error(*, n_bins=15, norm="l1", ignore_index=None, validat
 
 
 @factory
-def multiclass_calibration_error(*, num_classes, n_bins=15, norm="l1", ignore_index=None,
-                                 validate_args=True) -> Metric:
-    """Calibration error of the top-class probability (logits get a softmax), see the module docstring."""
+@documented(returns=_RETURNS, inputs="scores-multiclass")
+def multiclass_calibration_error(*, num_classes: int, n_bins: int = 15, norm: Norm = "l1",
+                                 ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Calibration error of the top-class probability (logits get a softmax), see the module docstring.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.2, 0.3, 0.5], [0.9, 0.05, 0.05]])
+        >>> # by hand: confidences .7, .6, .5, .9, correct 1, 0, 1, 0, all in bin [.5, 1]: |0.5 - 0.675|
+        >>> fmetrics.multiclass_calibration_error(num_classes=3, n_bins=2)(preds, torch.tensor([0, 2, 2, 1]))
+        tensor(0.1750, dtype=torch.float64)
+    """
     return _make("multiclass_calibration_error", "multiclass", num_classes, n_bins, norm, ignore_index,
                  validate_args)
 
 
 @factory
-def calibration_error(*, task, n_bins=15, norm="l1", num_classes=None, ignore_index=None, validate_args=True) -> Metric:
-    """Task facade (``"binary"`` or ``"multiclass"``) for the calibration error."""
+@documented(returns="that of the task's factory.", inputs="facade", task="'binary' or 'multiclass': which factory "
+            "to build; the other arguments go to it.")
+def calibration_error(*, task: Literal["binary", "multiclass"], n_bins: int = 15, norm: Norm = "l1",
+                      num_classes: Optional[int] = None, ignore_index: Optional[int] = None,
+                      validate_args: bool = True) -> Metric:
+    """Task facade (``"binary"`` or ``"multiclass"``) for the calibration error.
+
+    Example::
+
+        >>> # by hand, with the data of binary_calibration_error: max(0.25, 0.25)
+        >>> m = fmetrics.calibration_error(task="binary", n_bins=2, norm="max")
+        >>> m(torch.tensor([0.25, 0.25, 0.75, 0.75]), torch.tensor([0, 1, 1, 1]))
+        tensor(0.2500, dtype=torch.float64)
+    """
     task = check_task("calibration_error", task, ("binary", "multiclass"))
     if task == "binary":
         return binary_calibration_error(n_bins=n_bins, norm=norm, ignore_index=ignore_index, validate_args=validate_args)

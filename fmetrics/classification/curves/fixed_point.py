@@ -14,12 +14,13 @@ multilabel), over the exact or binned curve, as torchmetrics defines them.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
+from fmetrics.classification._docs import documented
 from fmetrics.classification.curves import _curve
-from fmetrics.classification.curves._scores import check_fraction, family
+from fmetrics.classification.curves._scores import Task, Thresholds, check_fraction, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -98,8 +99,35 @@ def _facade(kind: str, task, floor, thresholds, num_classes, num_labels, ignore_
     return _make(kind, task, num, floor, thresholds, ignore_index, validate_args)
 
 
+_NONE = {"recall_at_fixed_precision": "(0, NaN) when no point qualifies (and NaN threshold whenever the recall is 0)",
+         "precision_at_fixed_recall": "(0, NaN) when no point qualifies (and NaN threshold whenever the precision is 0)",
+         "sensitivity_at_specificity": "(0, 1e6) when no point qualifies",
+         "specificity_at_sensitivity": "(0, 1e6) when no point qualifies"}
+
+
+def _returns(kind: str, task: str) -> str:
+    value = kind.split("_at_")[0]
+    if task == "binary":
+        return (f"a tuple ``({value}, threshold)`` of 0-d tensors: the float64 {value} and the threshold of that "
+                f"point (scores' float dtype); {_NONE[kind]}.")
+    k = "C" if task == "multiclass" else "L"
+    return (f"a tuple of ``({k},)`` tensors: the float64 {value} and the threshold per "
+            f"{'class (one-vs-rest)' if task == 'multiclass' else 'label'}; {_NONE[kind]}.")
+
+
+_INPUTS = {"binary": "scores-binary", "multiclass": "scores-multiclass", "multilabel": "scores-multilabel"}
+
+
+def _doc(kind: str, task: str):
+    return documented(returns=_returns(kind, task) if task else "that of the task's factory.",
+                      inputs=_INPUTS[task] if task else "facade")
+
+
+
 @factory
-def binary_recall_at_fixed_precision(*, min_precision, thresholds=None, ignore_index=None, validate_args=True):
+@_doc("recall_at_fixed_precision", 'binary')
+def binary_recall_at_fixed_precision(*, min_precision: float, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                                     validate_args: bool = True) -> Metric:
     """``(recall, threshold)``: the highest recall with ``precision >= min_precision``.
 
     Example::
@@ -112,31 +140,64 @@ def binary_recall_at_fixed_precision(*, min_precision, thresholds=None, ignore_i
 
 
 @factory
-def multiclass_recall_at_fixed_precision(*, num_classes, min_precision, thresholds=None, ignore_index=None,
-                                         validate_args=True):
-    """Per class (one-vs-rest): ``(recalls (C,), thresholds (C,))``."""
+@_doc("recall_at_fixed_precision", 'multiclass')
+def multiclass_recall_at_fixed_precision(*, num_classes: int, min_precision: float, thresholds: Thresholds = None,
+                                         ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per class (one-vs-rest): ``(recalls (C,), thresholds (C,))``.
+
+    Example::
+
+        >>> m = fmetrics.multiclass_recall_at_fixed_precision(num_classes=3, min_precision=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.4000, 0.3000]))
+    """
     return _make("recall_at_fixed_precision", "multiclass", num_classes, min_precision, thresholds, ignore_index,
                  validate_args)
 
 
 @factory
-def multilabel_recall_at_fixed_precision(*, num_labels, min_precision, thresholds=None, ignore_index=None,
-                                         validate_args=True):
-    """Per label: ``(recalls (L,), thresholds (L,))``."""
+@_doc("recall_at_fixed_precision", 'multilabel')
+def multilabel_recall_at_fixed_precision(*, num_labels: int, min_precision: float, thresholds: Thresholds = None,
+                                         ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per label: ``(recalls (L,), thresholds (L,))``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_recall_at_fixed_precision(num_labels=3, min_precision=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.6000, 0.4000]))
+    """
     return _make("recall_at_fixed_precision", "multilabel", num_labels, min_precision, thresholds, ignore_index,
                  validate_args)
 
 
 @factory
-def recall_at_fixed_precision(*, task, min_precision, thresholds=None, num_classes=None, num_labels=None,
-                              ignore_index=None, validate_args=True):
-    """Task facade for recall at fixed precision."""
+@_doc("recall_at_fixed_precision", None)
+def recall_at_fixed_precision(*, task: Task, min_precision: float, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                              num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
+                              validate_args: bool = True) -> Metric:
+    """Task facade for recall at fixed precision.
+
+    Example::
+
+        >>> m = fmetrics.recall_at_fixed_precision(task='multiclass', num_classes=3, min_precision=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.4000, 0.3000]))
+    """
     return _facade("recall_at_fixed_precision", task, min_precision, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
 @factory
-def binary_precision_at_fixed_recall(*, min_recall, thresholds=None, ignore_index=None, validate_args=True):
+@_doc("precision_at_fixed_recall", 'binary')
+def binary_precision_at_fixed_recall(*, min_recall: float, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                                     validate_args: bool = True) -> Metric:
     """``(precision, threshold)``: the highest precision with ``recall >= min_recall``.
 
     Example::
@@ -149,31 +210,64 @@ def binary_precision_at_fixed_recall(*, min_recall, thresholds=None, ignore_inde
 
 
 @factory
-def multiclass_precision_at_fixed_recall(*, num_classes, min_recall, thresholds=None, ignore_index=None,
-                                         validate_args=True):
-    """Per class (one-vs-rest): ``(precisions (C,), thresholds (C,))``."""
+@_doc("precision_at_fixed_recall", 'multiclass')
+def multiclass_precision_at_fixed_recall(*, num_classes: int, min_recall: float, thresholds: Thresholds = None,
+                                         ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per class (one-vs-rest): ``(precisions (C,), thresholds (C,))``.
+
+    Example::
+
+        >>> m = fmetrics.multiclass_precision_at_fixed_recall(num_classes=3, min_recall=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1.0000, 0.5000, 1.0000], dtype=torch.float64), tensor([0.7000, 0.4000, 0.3000]))
+    """
     return _make("precision_at_fixed_recall", "multiclass", num_classes, min_recall, thresholds, ignore_index,
                  validate_args)
 
 
 @factory
-def multilabel_precision_at_fixed_recall(*, num_labels, min_recall, thresholds=None, ignore_index=None,
-                                         validate_args=True):
-    """Per label: ``(precisions (L,), thresholds (L,))``."""
+@_doc("precision_at_fixed_recall", 'multilabel')
+def multilabel_precision_at_fixed_recall(*, num_labels: int, min_recall: float, thresholds: Thresholds = None,
+                                         ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per label: ``(precisions (L,), thresholds (L,))``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_precision_at_fixed_recall(num_labels=3, min_recall=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1.0000, 1.0000, 0.6667], dtype=torch.float64), tensor([0.7000, 0.6000, 0.4000]))
+    """
     return _make("precision_at_fixed_recall", "multilabel", num_labels, min_recall, thresholds, ignore_index,
                  validate_args)
 
 
 @factory
-def precision_at_fixed_recall(*, task, min_recall, thresholds=None, num_classes=None, num_labels=None,
-                              ignore_index=None, validate_args=True):
-    """Task facade for precision at fixed recall."""
+@_doc("precision_at_fixed_recall", None)
+def precision_at_fixed_recall(*, task: Task, min_recall: float, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                              num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
+                              validate_args: bool = True) -> Metric:
+    """Task facade for precision at fixed recall.
+
+    Example::
+
+        >>> m = fmetrics.precision_at_fixed_recall(task='multilabel', num_labels=3, min_recall=0.5)
+        >>> # the best point of scikit-learn's precision_recall_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1.0000, 1.0000, 0.6667], dtype=torch.float64), tensor([0.7000, 0.6000, 0.4000]))
+    """
     return _facade("precision_at_fixed_recall", task, min_recall, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
 @factory
-def binary_sensitivity_at_specificity(*, min_specificity, thresholds=None, ignore_index=None, validate_args=True):
+@_doc("sensitivity_at_specificity", 'binary')
+def binary_sensitivity_at_specificity(*, min_specificity: float, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                                      validate_args: bool = True) -> Metric:
     """``(sensitivity, threshold)``: the highest tpr with ``1 - fpr >= min_specificity``.
 
     Example::
@@ -187,31 +281,64 @@ def binary_sensitivity_at_specificity(*, min_specificity, thresholds=None, ignor
 
 
 @factory
-def multiclass_sensitivity_at_specificity(*, num_classes, min_specificity, thresholds=None, ignore_index=None,
-                                          validate_args=True):
-    """Per class (one-vs-rest): ``(sensitivities (C,), thresholds (C,))``."""
+@_doc("sensitivity_at_specificity", 'multiclass')
+def multiclass_sensitivity_at_specificity(*, num_classes: int, min_specificity: float, thresholds: Thresholds = None,
+                                          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per class (one-vs-rest): ``(sensitivities (C,), thresholds (C,))``.
+
+    Example::
+
+        >>> m = fmetrics.multiclass_sensitivity_at_specificity(num_classes=3, min_specificity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.4000, 0.3000]))
+    """
     return _make("sensitivity_at_specificity", "multiclass", num_classes, min_specificity, thresholds,
                  ignore_index, validate_args)
 
 
 @factory
-def multilabel_sensitivity_at_specificity(*, num_labels, min_specificity, thresholds=None, ignore_index=None,
-                                          validate_args=True):
-    """Per label: ``(sensitivities (L,), thresholds (L,))``."""
+@_doc("sensitivity_at_specificity", 'multilabel')
+def multilabel_sensitivity_at_specificity(*, num_labels: int, min_specificity: float, thresholds: Thresholds = None,
+                                          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per label: ``(sensitivities (L,), thresholds (L,))``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_sensitivity_at_specificity(num_labels=3, min_specificity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.6000, 0.4000]))
+    """
     return _make("sensitivity_at_specificity", "multilabel", num_labels, min_specificity, thresholds,
                  ignore_index, validate_args)
 
 
 @factory
-def sensitivity_at_specificity(*, task, min_specificity, thresholds=None, num_classes=None, num_labels=None,
-                               ignore_index=None, validate_args=True):
-    """Task facade for sensitivity at specificity."""
+@_doc("sensitivity_at_specificity", None)
+def sensitivity_at_specificity(*, task: Task, min_specificity: float, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                               num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
+                               validate_args: bool = True) -> Metric:
+    """Task facade for sensitivity at specificity.
+
+    Example::
+
+        >>> m = fmetrics.sensitivity_at_specificity(task='multilabel', num_labels=3, min_specificity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1., 1., 1.], dtype=torch.float64), tensor([0.7000, 0.6000, 0.4000]))
+    """
     return _facade("sensitivity_at_specificity", task, min_specificity, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)
 
 
 @factory
-def binary_specificity_at_sensitivity(*, min_sensitivity, thresholds=None, ignore_index=None, validate_args=True):
+@_doc("specificity_at_sensitivity", 'binary')
+def binary_specificity_at_sensitivity(*, min_sensitivity: float, thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                                      validate_args: bool = True) -> Metric:
     """``(specificity, threshold)``: the highest ``1 - fpr`` with ``tpr >= min_sensitivity``.
 
     Example::
@@ -225,24 +352,55 @@ def binary_specificity_at_sensitivity(*, min_sensitivity, thresholds=None, ignor
 
 
 @factory
-def multiclass_specificity_at_sensitivity(*, num_classes, min_sensitivity, thresholds=None, ignore_index=None,
-                                          validate_args=True):
-    """Per class (one-vs-rest): ``(specificities (C,), thresholds (C,))``."""
+@_doc("specificity_at_sensitivity", 'multiclass')
+def multiclass_specificity_at_sensitivity(*, num_classes: int, min_sensitivity: float, thresholds: Thresholds = None,
+                                          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per class (one-vs-rest): ``(specificities (C,), thresholds (C,))``.
+
+    Example::
+
+        >>> m = fmetrics.multiclass_specificity_at_sensitivity(num_classes=3, min_sensitivity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1.0000, 0.6667, 1.0000], dtype=torch.float64), tensor([0.7000, 0.4000, 0.5000]))
+    """
     return _make("specificity_at_sensitivity", "multiclass", num_classes, min_sensitivity, thresholds,
                  ignore_index, validate_args)
 
 
 @factory
-def multilabel_specificity_at_sensitivity(*, num_labels, min_sensitivity, thresholds=None, ignore_index=None,
-                                          validate_args=True):
-    """Per label: ``(specificities (L,), thresholds (L,))``."""
+@_doc("specificity_at_sensitivity", 'multilabel')
+def multilabel_specificity_at_sensitivity(*, num_labels: int, min_sensitivity: float, thresholds: Thresholds = None,
+                                          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Per label: ``(specificities (L,), thresholds (L,))``.
+
+    Example::
+
+        >>> m = fmetrics.multilabel_specificity_at_sensitivity(num_labels=3, min_sensitivity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]]),
+        ...   torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]]))
+        (tensor([1.0000, 1.0000, 0.5000], dtype=torch.float64), tensor([0.9000, 0.8000, 0.6000]))
+    """
     return _make("specificity_at_sensitivity", "multilabel", num_labels, min_sensitivity, thresholds,
                  ignore_index, validate_args)
 
 
 @factory
-def specificity_at_sensitivity(*, task, min_sensitivity, thresholds=None, num_classes=None, num_labels=None,
-                               ignore_index=None, validate_args=True):
-    """Task facade for specificity at sensitivity."""
+@_doc("specificity_at_sensitivity", None)
+def specificity_at_sensitivity(*, task: Task, min_sensitivity: float, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+                               num_labels: Optional[int] = None, ignore_index: Optional[int] = None,
+                               validate_args: bool = True) -> Metric:
+    """Task facade for specificity at sensitivity.
+
+    Example::
+
+        >>> m = fmetrics.specificity_at_sensitivity(task='multiclass', num_classes=3, min_sensitivity=0.5)
+        >>> # the best point of scikit-learn's roc_curve per column
+        >>> m(torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]]),
+        ...   torch.tensor([0, 2, 2, 1]))
+        (tensor([1.0000, 0.6667, 1.0000], dtype=torch.float64), tensor([0.7000, 0.4000, 0.5000]))
+    """
     return _facade("specificity_at_sensitivity", task, min_sensitivity, thresholds, num_classes, num_labels,
                    ignore_index, validate_args)

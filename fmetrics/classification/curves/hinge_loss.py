@@ -7,12 +7,13 @@
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
+from fmetrics.classification._docs import documented
 from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.classification.stat_scores import counting
@@ -23,6 +24,7 @@ from fmetrics.recipe import factory
 __all__ = ["binary_hinge_loss", "multiclass_hinge_loss", "hinge_loss"]
 
 MODES = ("crammer-singer", "one-vs-all")
+Mode = Literal["crammer-singer", "one-vs-all"]
 
 
 class HingeState(NamedTuple):
@@ -86,10 +88,14 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
 
 
 @factory
-def binary_hinge_loss(*, squared=False, ignore_index=None, validate_args=True) -> Metric:
+@documented(returns="float64 0-d tensor (NaN when no sample was kept).", inputs="scores-binary")
+def binary_hinge_loss(*, squared: bool = False, ignore_index: Optional[int] = None,
+                      validate_args: bool = True) -> Metric:
     """Mean binary hinge loss over probabilities (see the module docstring).
 
     Example::
+
+        >>> # by hand: margins -0.25 (a negative) and 0.75 (a positive): (1.25 + 0.25) / 2
 
         >>> fmetrics.binary_hinge_loss()(torch.tensor([0.25, 0.75]), torch.tensor([0, 1]))
         tensor(0.7500, dtype=torch.float64)
@@ -98,17 +104,37 @@ def binary_hinge_loss(*, squared=False, ignore_index=None, validate_args=True) -
 
 
 @factory
-def multiclass_hinge_loss(*, num_classes, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
-                          validate_args=True) -> Metric:
-    """Mean multiclass hinge loss: a scalar (Crammer-Singer) or one loss per class (one-vs-all)."""
+@documented(returns="float64: 0-d for 'crammer-singer', ``(C,)`` for 'one-vs-all' (NaN when no sample was kept).",
+            inputs="scores-multiclass")
+def multiclass_hinge_loss(*, num_classes: int, squared: bool = False, multiclass_mode: Mode = "crammer-singer",
+                          ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Mean multiclass hinge loss: a scalar (Crammer-Singer) or one loss per class (one-vs-all).
+
+    Example::
+
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]])
+        >>> # by hand: margins p_y - max_other = .5, -.3, .2, -.1; mean of 1 - margin = (.5 + 1.3 + .8 + 1.1) / 4
+        >>> fmetrics.multiclass_hinge_loss(num_classes=3)(preds, torch.tensor([0, 2, 2, 1]))
+        tensor(0.9250, dtype=torch.float64)
+    """
     return _make("multiclass_hinge_loss", "multiclass", num_classes, squared, multiclass_mode, ignore_index,
                  validate_args)
 
 
 @factory
-def hinge_loss(*, task, num_classes=None, squared=False, multiclass_mode="crammer-singer", ignore_index=None,
-               validate_args=True) -> Metric:
-    """Task facade (``"binary"`` or ``"multiclass"``) for the hinge loss."""
+@documented(returns="that of the task's factory.", inputs="facade", task="'binary' or 'multiclass': which factory "
+            "to build; the other arguments go to it.")
+def hinge_loss(*, task: Literal["binary", "multiclass"], num_classes: Optional[int] = None, squared: bool = False,
+               multiclass_mode: Mode = "crammer-singer", ignore_index: Optional[int] = None,
+               validate_args: bool = True) -> Metric:
+    """Task facade (``"binary"`` or ``"multiclass"``) for the hinge loss.
+
+    Example::
+
+        >>> # by hand: squared losses 1.25^2 and 0.25^2, mean (1.5625 + 0.0625) / 2
+        >>> fmetrics.hinge_loss(task="binary", squared=True)(torch.tensor([0.25, 0.75]), torch.tensor([0, 1]))
+        tensor(0.8125, dtype=torch.float64)
+    """
     task = check_task("hinge_loss", task, ("binary", "multiclass"))
     if task == "binary":
         return binary_hinge_loss(squared=squared, ignore_index=ignore_index, validate_args=validate_args)

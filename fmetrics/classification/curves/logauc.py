@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import warnings
+from typing import Literal, Optional, Tuple
 
 import torch
 
 from fmetrics import validation
+from fmetrics.classification._docs import documented
 from fmetrics.classification.curves import _curve
-from fmetrics.classification.curves._scores import check_average, family
+from fmetrics.classification.curves._scores import Task, Thresholds, check_average, family
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -51,8 +53,15 @@ def _multi(p, fpr_range, average: str) -> torch.Tensor:
     return _curve.reduce(values, average, None, p.name)
 
 
+_AVERAGE = "'macro' the unweighted mean over classes / labels; 'none' / None one value per class / label."
+LogAverage = Optional[Literal["macro", "none"]]
+
+
 @factory
-def binary_logauc(*, fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None, validate_args=True) -> Metric:
+@documented(returns="float64 0-d tensor in [0, 1] (0, with a warning, when the ROC curve has fewer than two points).",
+            inputs="scores-binary")
+def binary_logauc(*, fpr_range: Tuple[float, float] = (0.001, 0.1), thresholds: Thresholds = None,
+                  ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Log-AUC: ``int tpr d(log10 fpr) / (log10 high - log10 low)`` over ``fpr_range = (low, high)``.
 
     The ROC curve is interpolated linearly (in fpr) at both bounds; tpr and
@@ -60,6 +69,7 @@ def binary_logauc(*, fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None,
 
     Example::
 
+        >>> # by hand: the ROC curve has tpr 0.5 for every fpr in (0, 0.5), so over (0.001, 0.1) the mean is 0.5
         >>> fmetrics.binary_logauc()(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1]))
         tensor(0.5000, dtype=torch.float64)
     """
@@ -69,9 +79,20 @@ def binary_logauc(*, fpr_range=(0.001, 0.1), thresholds=None, ignore_index=None,
 
 
 @factory
-def multiclass_logauc(*, num_classes, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
-                      validate_args=True) -> Metric:
-    """One-vs-rest log-AUC per class, ``average`` ``"macro"`` or ``"none"``."""
+@documented(returns="float64: 0-d, or ``(C,)`` for ``average='none'`` / ``None``.", inputs="scores-multiclass",
+            average=_AVERAGE)
+def multiclass_logauc(*, num_classes: int, fpr_range: Tuple[float, float] = (0.001, 0.1), average: LogAverage = "macro",
+                      thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                      validate_args: bool = True) -> Metric:
+    """One-vs-rest log-AUC per class, ``average`` ``"macro"`` or ``"none"``.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.2, 0.3, 0.5], [0.5, 0.4, 0.1]])
+        >>> # by hand: classes 0 and 2 reach tpr 1 at fpr 0 (log-AUC 1); class 1 has tpr 0 up to fpr 1/3 (log-AUC 0)
+        >>> fmetrics.multiclass_logauc(num_classes=3, average=None)(preds, torch.tensor([0, 2, 2, 1]))
+        tensor([1., 0., 1.], dtype=torch.float64)
+    """
     fam = family("multiclass_logauc", "multiclass", num_classes, thresholds, ignore_index, validate_args)
     fpr_range = _check_range(fam.name, fpr_range)
     average = check_average(fam.name, average, ("macro", "none"))
@@ -79,9 +100,21 @@ def multiclass_logauc(*, num_classes, fpr_range=(0.001, 0.1), average="macro", t
 
 
 @factory
-def multilabel_logauc(*, num_labels, fpr_range=(0.001, 0.1), average="macro", thresholds=None, ignore_index=None,
-                      validate_args=True) -> Metric:
-    """Log-AUC per label, ``average`` ``"macro"`` or ``"none"``."""
+@documented(returns="float64: 0-d, or ``(L,)`` for ``average='none'`` / ``None``.", inputs="scores-multilabel",
+            average=_AVERAGE)
+def multilabel_logauc(*, num_labels: int, fpr_range: Tuple[float, float] = (0.001, 0.1), average: LogAverage = "macro",
+                      thresholds: Thresholds = None, ignore_index: Optional[int] = None,
+                      validate_args: bool = True) -> Metric:
+    """Log-AUC per label, ``average`` ``"macro"`` or ``"none"``.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]])
+        >>> target = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+        >>> # by hand: labels 0, 1 reach tpr 1 at fpr 0 (1 each); label 2 has tpr 0 below fpr 0.5 (0): mean 2/3
+        >>> fmetrics.multilabel_logauc(num_labels=3)(preds, target)
+        tensor(0.6667, dtype=torch.float64)
+    """
     fam = family("multilabel_logauc", "multilabel", num_labels, thresholds, ignore_index, validate_args)
     fpr_range = _check_range(fam.name, fpr_range)
     average = check_average(fam.name, average, ("macro", "none"))
@@ -89,9 +122,20 @@ def multilabel_logauc(*, num_labels, fpr_range=(0.001, 0.1), average="macro", th
 
 
 @factory
-def logauc(*, task, thresholds=None, num_classes=None, num_labels=None, fpr_range=(0.001, 0.1), average=None,
-           ignore_index=None, validate_args=True) -> Metric:
-    """Task facade for log-AUC (``average=None``: per class / label, as torchmetrics' facade)."""
+@documented(returns="that of the task's factory.", inputs="facade",
+            average=_AVERAGE + " Multiclass and multilabel; the facade's default is None, as torchmetrics'.")
+def logauc(*, task: Task, thresholds: Thresholds = None, num_classes: Optional[int] = None,
+           num_labels: Optional[int] = None, fpr_range: Tuple[float, float] = (0.001, 0.1), average: LogAverage = None,
+           ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Task facade for log-AUC (``average=None``: per class / label, as torchmetrics' facade).
+
+    Example::
+
+        >>> preds = torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]])
+        >>> target = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+        >>> fmetrics.logauc(task="multilabel", num_labels=3)(preds, target)  # by hand, as in multilabel_logauc
+        tensor([1., 1., 0.], dtype=torch.float64)
+    """
     task = check_task("logauc", task)
     if task == "binary":
         return binary_logauc(fpr_range=fpr_range, thresholds=thresholds, ignore_index=ignore_index, validate_args=validate_args)

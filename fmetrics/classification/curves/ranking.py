@@ -15,12 +15,13 @@ three share one state key: a collection of them runs one update.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 
 from fmetrics import validation
 from fmetrics.classification import _format
+from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
 from fmetrics.family import Family
@@ -99,11 +100,13 @@ def _make(name: str, field: str, num_labels, ignore_index, validate_args) -> Met
 
 
 @factory
-def multilabel_ranking_average_precision(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
+@documented(returns="float64 0-d tensor in [0, 1] (NaN when no sample has a kept label).", inputs="ranking")
+def multilabel_ranking_average_precision(*, num_labels: int, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
     """Label ranking average precision (scikit-learn's ``label_ranking_average_precision_score``).
 
     Example::
 
+        >>> # scikit-learn's label_ranking_average_precision_score
         >>> fmetrics.multilabel_ranking_average_precision(num_labels=3)(torch.tensor([[0.75, 0.5, 1.0], [1.0, 0.2, 0.1]]),
         ...                                                  torch.tensor([[1, 0, 0], [0, 0, 1]]))
         tensor(0.4167, dtype=torch.float64)
@@ -112,12 +115,30 @@ def multilabel_ranking_average_precision(*, num_labels, ignore_index=None, valid
 
 
 @factory
-def multilabel_ranking_loss(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
-    """Label ranking loss (scikit-learn's ``label_ranking_loss``): wrongly ordered pairs, ties count as wrong."""
+@documented(returns="float64 0-d tensor in [0, 1] (NaN when no sample has a kept label).", inputs="ranking")
+def multilabel_ranking_loss(*, num_labels: int, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Label ranking loss (scikit-learn's ``label_ranking_loss``): wrongly ordered pairs, ties count as wrong.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]])
+        >>> target = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+        >>> fmetrics.multilabel_ranking_loss(num_labels=3)(preds, target)  # scikit-learn's label_ranking_loss
+        tensor(0.1250, dtype=torch.float64)
+    """
     return _make("multilabel_ranking_loss", "loss", num_labels, ignore_index, validate_args)
 
 
 @factory
-def multilabel_coverage_error(*, num_labels, ignore_index=None, validate_args=True) -> Metric:
-    """Coverage error (scikit-learn's ``coverage_error``): how deep the ranking goes to cover every relevant label."""
+@documented(returns="float64 0-d tensor in [1, L] (NaN when no sample has a kept label).", inputs="ranking")
+def multilabel_coverage_error(*, num_labels: int, ignore_index: Optional[int] = None, validate_args: bool = True) -> Metric:
+    """Coverage error (scikit-learn's ``coverage_error``): how deep the ranking goes to cover every relevant label.
+
+    Example::
+
+        >>> preds = torch.tensor([[0.9, 0.2, 0.6], [0.3, 0.8, 0.4], [0.7, 0.4, 0.1], [0.2, 0.6, 0.8]])
+        >>> target = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [0, 1, 0]])
+        >>> fmetrics.multilabel_coverage_error(num_labels=3)(preds, target)  # scikit-learn's coverage_error
+        tensor(1.7500, dtype=torch.float64)
+    """
     return _make("multilabel_coverage_error", "coverage", num_labels, ignore_index, validate_args)
