@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.clustering._contingency import _dense_table, table
+from fmetrics.clustering._contingency import _dense_ids, _dense_table
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
@@ -51,7 +51,10 @@ def matrix_family(name: str, nan_strategy: str, nan_replace_value, num_categorie
 
         def shared(state):
             m = cat_chunks(state.rows, torch.zeros(0, 0))
-            return [(i, j, _pair_table(m[:, i], m[:, j])) for i, j in _pairs(m.shape[1] if m.numel() else 0)]
+            if m.numel() == 0:
+                return []
+            columns = [_column_ids(m[:, c]) for c in range(m.shape[1])]  # each column renumbered once
+            return [(i, j, _pair_table(columns[i], columns[j])) for i, j in _pairs(m.shape[1])]
 
         return Family(name="nominal_matrix", key=(nan_strategy, nan_replace_value), init=lambda: MatrixChunks(()),
                       update=update, reductions=MatrixChunks(rows="cat"), shared=shared)
@@ -104,11 +107,26 @@ def _pairs(v: int) -> list:
     return [(i, j) for i in range(v) for j in range(i + 1, v)]
 
 
-def _pair_table(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    if x.is_floating_point():
-        keep = ~(x.isnan() | y.isnan())
-        x, y = x[keep], y[keep]
-    return table(x, y)
+def _column_ids(x: torch.Tensor) -> tuple[torch.Tensor, int, Optional[torch.Tensor]]:
+    """``(ids 0..L-1, L, NaN mask or None)``; NaN rows get id 0 and are masked out per pair."""
+    nan = x.isnan() if x.is_floating_point() else None
+    if nan is not None:
+        if bool(nan.all()):
+            return torch.zeros_like(x, dtype=torch.int64), 1, nan
+        x = torch.where(nan, x[~nan].min(), x)
+    ids, n = _dense_ids(x)
+    return ids, n, nan
+
+
+def _pair_table(col_i, col_j) -> torch.Tensor:
+    """The table [categories of column j (target), categories of column i (preds)], empty rows/columns removed."""
+    (pi, ci, nan_i), (tj, cj, nan_j) = col_i, col_j
+    weights = None
+    if nan_i is not None or nan_j is not None:
+        drop = (nan_i if nan_i is not None else False) | (nan_j if nan_j is not None else False)
+        weights = (~drop).to(torch.float64)
+    flat = torch.bincount(tj * ci + pi, weights=weights, minlength=ci * cj).to(torch.float64)
+    return _dense_table(flat.reshape(cj, ci))
 
 
 def assemble(pairs: list, value: Callable[[torch.Tensor], float], symmetric: bool = True) -> torch.Tensor:
