@@ -509,6 +509,8 @@ def check_metric(
         raise ValueError("check_metric: argument `batches` expected at least one batch")
     host = metric.host_input if host_input is None else host_input
     skipped = {law: "not requested" for law in LAWS if law not in laws}
+    if reference is None and "reference" in laws:
+        skipped["reference"] = "no reference given"
     if host:
         skipped.update({law: _HOST_REASON for law in TRACE_LAWS if law in laws})
     passed = []

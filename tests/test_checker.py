@@ -151,3 +151,169 @@ def test_catches_state_that_does_not_serialize():
 def test_unknown_law_is_a_clear_error():
     with pytest.raises(ValueError, match="check_metric: argument `laws`"):
         check_metric(fm.mean(), _batches(), laws=("purity", "speed"))
+
+
+# ---------------------------------------------------------------- every law and branch has a planted defect
+
+
+def _sum_metric(name, **changes):
+    init, update, finalize = _good_parts()
+    fields = dict(init=init, update=update, merge=merge_fields(MeanState("sum", "sum")), finalize=finalize,
+                  name=name, reductions=MeanState("sum", "sum"))
+    fields.update(changes)
+    return fm.Metric(**fields)
+
+
+def test_catches_merge_that_mutates_its_first_state():
+    def merge(a, b):
+        a.total.add_(b.total)  # planted
+        return MeanState(a.total, a.count + b.count)
+
+    with pytest.raises(AssertionError, match="mm: law 'purity' broken: merge: the first state was modified"):
+        check_metric(_sum_metric("mm", merge=merge), _batches(), laws=("purity",))
+
+
+def test_catches_finalize_that_mutates_the_state():
+    def finalize(s):
+        s.count.add_(1)  # planted
+        return s.total / s.count
+
+    with pytest.raises(AssertionError, match="fm_mut: law 'purity' broken: finalize: the state was modified"):
+        check_metric(_sum_metric("fm_mut", finalize=finalize), _batches(), laws=("purity",))
+
+
+def test_catches_merge_whose_identity_is_not_init():
+    def merge(a, b):  # planted: every merge counts one phantom sample
+        return MeanState(a.total + b.total, a.count + b.count + 1)
+
+    with pytest.raises(AssertionError, match="ident: law 'merge identity' broken"):
+        check_metric(_sum_metric("ident", merge=merge), _batches(), laws=("merge identity",))
+
+
+def test_catches_merge_that_depends_on_order():
+    def merge(a, b):  # planted: keeps the second state's count
+        return MeanState(a.total + b.total, torch.where(b.count > 0, b.count, a.count))
+
+    with pytest.raises(AssertionError, match="order: law 'merge order' broken"):
+        check_metric(_sum_metric("order", merge=merge), _batches(), laws=("merge order",))
+
+
+def test_catches_merge_that_breaks_on_an_empty_rank():
+    def merge(a, b):  # planted: a rank with no data resets the count (fine for two non-empty states)
+        return MeanState(a.total + b.total, torch.where((a.count == 0) | (b.count == 0), a.count * 0 + 1,
+                                                        a.count + b.count))
+
+    with pytest.raises(AssertionError, match="dist: law 'distributed equivalence' broken"):
+        check_metric(_sum_metric("dist", merge=merge), _batches(), laws=("distributed equivalence",))
+
+
+def test_catches_a_value_that_changes_under_compile():
+    init, update, finalize = _good_parts()
+
+    def sneaky(s, x):
+        bump = 1.0 if torch.compiler.is_compiling() else 0.0  # planted: the traced graph adds 1
+        return MeanState(s.total + x.double().sum() + bump, s.count + x.numel())
+
+    with pytest.raises(AssertionError, match="cmp: law 'compile' broken: compiled update vs eager"):
+        check_metric(_sum_metric("cmp", update=sneaky), _batches(), laws=("compile",))
+
+
+def test_catches_a_value_that_changes_under_vmap():
+    def sneaky(s, x):
+        bump = 1.0 if torch._C._are_functorch_transforms_active() else 0.0  # planted
+        return MeanState(s.total + x.double().sum() + bump, s.count + x.numel())
+
+    with pytest.raises(AssertionError, match="vm: law 'vmap' broken: vmapped state slice"):
+        check_metric(_sum_metric("vm", update=sneaky), _batches(), laws=("vmap",))
+
+
+class _Flattening(NamedTuple):
+    total: torch.Tensor
+    count: torch.Tensor
+
+    def __reduce__(self):  # planted: reloads as a plain tuple
+        return tuple, ((self.total, self.count),)
+
+
+class _Forgetful(NamedTuple):
+    total: torch.Tensor
+    count: torch.Tensor
+
+    def __reduce__(self):  # planted: reloads with the total lost
+        return _Forgetful, (torch.zeros_like(self.total), self.count)
+
+
+def test_catches_state_that_reloads_with_another_structure_or_value():
+    for cls, what in ((_Flattening, "the loaded state has another structure"),
+                      (_Forgetful, "value of the reloaded state")):
+        init, update, finalize = _good_parts()
+        m = fm.Metric(init=lambda: cls(*init()), update=lambda s, x: cls(*update(s, x)),
+                      merge=lambda a, b: cls(a.total + b.total, a.count + b.count), finalize=finalize, name="ser")
+        with pytest.raises(AssertionError, match=f"ser: law 'serialization' broken: {what}"):
+            check_metric(m, _batches(), laws=("serialization",))
+
+
+def test_catches_an_integer_state_that_depends_on_the_batching():
+    init, update, finalize = _good_parts()
+
+    def counting_calls(s, x):  # planted: counts update calls, not samples; finalize never reads it
+        return MeanState(s.total + x.double().sum(), s.count + 1)
+
+    m = _sum_metric("calls", update=counting_calls, finalize=lambda s: s.total)
+    with pytest.raises(AssertionError, match="calls: law 'split invariance' broken: re-batching #0: integer state"):
+        check_metric(m, _batches(), laws=("split invariance",))
+
+
+def test_catches_a_recompile_storm():
+    class Grow(NamedTuple):
+        chunks: tuple
+
+    storm = fm.Metric(init=lambda: Grow(()), update=lambda s, x: Grow(s.chunks + (x * 1.0,)),
+                      merge=lambda a, b: Grow(a.chunks + b.chunks),
+                      finalize=lambda s: torch.cat(s.chunks).sum() if s.chunks else torch.zeros(()), name="storm")
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(AssertionError, match="storm: law 'compile epoch' broken"):
+        check_metric(storm, [torch.rand(n, generator=g) for n in (3, 5, 7, 9, 11, 13, 2, 4, 6, 8, 10, 12)],
+                     laws=("compile epoch",))
+
+
+def test_a_missing_reference_is_reported_as_skipped_not_passed():
+    report = check_metric(fm.mean(), _batches(), laws=("reference", "purity"))
+    assert report.skipped["reference"] == "no reference given" and "reference" not in report.passed
+    assert report.passed == ("purity",)
+
+
+# which planted-defect tests each law must catch: with the law disabled, every one of them fails
+PLANTED = {
+    "purity": [test_catches_in_place_update, test_catches_input_mutation,
+               test_catches_merge_that_mutates_its_first_state, test_catches_finalize_that_mutates_the_state],
+    "reference": [test_catches_wrong_reference],
+    "split invariance": [test_catches_mean_of_batch_means, test_catches_an_integer_state_that_depends_on_the_batching],
+    "merge identity": [test_catches_merge_whose_identity_is_not_init],
+    "merge order": [test_catches_merge_that_depends_on_order],
+    "merge associativity": [test_catches_non_associative_merge],
+    "distributed equivalence": [test_catches_merge_that_breaks_on_an_empty_rank],
+    "vmap": [test_catches_a_value_that_changes_under_vmap],
+    "no host sync": [test_catches_boolean_mask_indexing],
+    "compile": [test_catches_a_value_that_changes_under_compile],
+    "compile epoch": [test_catches_a_recompile_storm],
+    "serialization": [test_catches_state_that_does_not_serialize,
+                      test_catches_state_that_reloads_with_another_structure_or_value],
+}
+
+
+@pytest.mark.parametrize("law", list(PLANTED))
+def test_the_checker_checks_itself(law, monkeypatch):
+    """Disabling a law makes its planted-defect tests fail: none of them passes by accident."""
+    from fmetrics import testing
+
+    assert set(PLANTED) == set(testing.LAWS)
+    monkeypatch.setitem(testing._CHECKS, law, lambda ctx: None)
+    for planted in PLANTED[law]:
+        try:
+            planted()
+        except BaseException as err:  # noqa: BLE001 - pytest.raises' "DID NOT RAISE" is a BaseException
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            continue
+        pytest.fail(f"{planted.__name__} still passes with law {law!r} disabled")
