@@ -16,12 +16,13 @@ from tests.cases import Case, random_splits
 
 
 def make_run(seed: int, n_queries: int = 40, max_rows: int = 12, ties: bool = True, graded: bool = False,
-             positive: bool = False, ignored: bool = False, dtype=torch.float32):
+             positive: bool = False, ignored: bool = False, dtype=torch.float32, float_gains: bool = False):
     """``(preds, target, indexes)`` rows in shuffled order.
 
     Query ids are distinct non-contiguous ints; query 0 of the list has one row,
     every 5th query has no relevant row and every 7th no non-relevant row.
-    ``ignored``: about 15% of the targets are -1.
+    ``ignored``: about 15% of the targets are -1. ``float_gains``: graded targets scaled by 0.75
+    (fractional gains: NDCG's general sort path).
     ``ties``: scores on a 0.1 grid in [-0.2, 0.7] (many ties, some scores <= 0);
     otherwise distinct continuous scores (in (0, 1) when ``positive``).
     """
@@ -44,6 +45,8 @@ def make_run(seed: int, n_queries: int = 40, max_rows: int = 12, ties: bool = Tr
         preds = (torch.randperm(n, generator=g).to(dtype) + 0.5) / n
     else:
         preds = torch.randperm(n, generator=g).to(dtype) / n - 0.3
+    if float_gains:
+        target = target * 0.75
     if ignored:  # rows to drop with ignore_index=-1
         target = torch.where(torch.rand(n, generator=g) < 0.15, -1, target)
     perm = torch.randperm(n, generator=g)
@@ -103,4 +106,6 @@ CASES = [
           {"min_precision": 0.3, "max_k": 6}, tmr.RetrievalRecallAtFixedPrecision),
     _case("retrieval-map-ignore-index", fm.retrieval_map, {"ignore_index": -1}, tmr.RetrievalMAP,
           ignored=True),
+    _case("retrieval-ndcg-float-gains-ignore-index", fm.retrieval_normalized_dcg, {"top_k": 4, "ignore_index": -1},
+          tmr.RetrievalNormalizedDCG, perturb=False, graded=True, float_gains=True, ignored=True),
 ]
