@@ -327,7 +327,7 @@ def _comm_device(group, state_device: Optional[torch.device]) -> torch.device:
 
 def _exchange_headers(ctx: _Context, metric: Metric, state, units: list[_Unit], call: str) -> list:
     """Every rank's layout (`_parse_meta`); raises `LayoutMismatchError` on every rank when fingerprints differ."""
-    description = [call, f"metric: {metric.name}", f"state_key: {metric.state_key!r}",
+    description = [call, f"metric: {metric.name}", f"state_key: {_portable(metric.state_key)!r}",
                    f"state type: {type(state).__module__}.{type(state).__qualname__}"]
     for u in units:
         description += u.describe()
@@ -347,6 +347,18 @@ def _exchange_headers(ctx: _Context, metric: Metric, state, units: list[_Unit], 
         all_meta = torch.stack(_all_gather(padded.to(ctx.comm), ctx.world, ctx.group)).cpu()
         metas = [all_meta[r, :lengths[r]].tolist() for r in range(ctx.world)]
     return [_parse_meta(units, m) for m in metas]
+
+
+def _portable(key):
+    """``key`` without process-local object ids (a recipe key names a network or an unhashable argument by
+    ``id``, which no two processes share): ``("module", "Conv2d", 1407...)`` becomes ``("module", "Conv2d")``."""
+    if isinstance(key, tuple):
+        if len(key) == 3 and key[0] == "module" and isinstance(key[2], int):
+            return key[:2]
+        if len(key) == 2 and key[0] in ("object", "metric") and isinstance(key[1], int):
+            return key[:1]
+        return tuple(_portable(k) for k in key)
+    return key
 
 
 def _check_fingerprints(header: torch.Tensor, description: list[str], group, world: int) -> None:

@@ -323,6 +323,12 @@ def _edge_body(rank: int, world: int):
             out["mismatch_chunks"] = "no error"
         except LayoutMismatchError as err:
             out["mismatch_chunks"] = str(err)
+        # a network parameter: its recipe key names the module by a process-local id, which ranks do not share
+        from tests.test_adapter_core import embedding_mean
+
+        torch.manual_seed(0)
+        m = embedding_mean(net=torch.nn.Linear(2, 1))
+        out["network"] = m.finalize(reduce(m, m.update(m.init(), torch.ones(rank + 1, 2))))
         m = fm.sum()
         out["after_mismatch"] = m.finalize(reduce(m, m.update(m.init(), torch.tensor([float(rank)]))))
         # collectives for 10 and 20 metrics: a constant
@@ -412,6 +418,14 @@ def test_chunks_with_other_trailing_shapes_across_ranks_raise_on_every_rank(edge
         msg = out["mismatch_chunks"]
         assert "chunks of state.rows differ in trailing shape" in msg, (rank, msg)
         assert "rank 0 has a chunk of shape (2, 2)" in msg and "rank 1 has a chunk of shape (3, 3)" in msg, (rank, msg)
+
+
+@pytest.mark.distributed
+def test_metrics_with_a_network_parameter_reduce_across_processes(edge_results):
+    values = [out["network"].item() for out in edge_results]
+    torch.manual_seed(0)
+    want = torch.nn.Linear(2, 1)(torch.ones(1, 2)).item()
+    assert values == pytest.approx([want] * 3, rel=1e-6)
 
 
 @pytest.mark.distributed
