@@ -1,5 +1,5 @@
 """Audio metrics (torchmetrics' functional names and options): the SNR family, BSS-eval SDR,
-permutation-invariant training, STOI and PESQ. See docs/audio.md.
+permutation-invariant training, STOI/ESTOI (in torch) and PESQ. See docs/audio.md.
 
 Every metric averages a per-example value over the stream (a float64 sum and
 an int64 count, sum-mergeable); ``per_example=True`` returns the values
@@ -8,6 +8,7 @@ instead.
 from fmetrics.audio.pesq import perceptual_evaluation_speech_quality
 from fmetrics.audio.pit import permutation_invariant_training, pit_permutate
 from fmetrics.audio.sdr import signal_distortion_ratio
+from fmetrics.audio.stoi import short_time_objective_intelligibility
 from fmetrics.audio.snr import (
     complex_scale_invariant_signal_noise_ratio,
     scale_invariant_signal_distortion_ratio,
@@ -23,6 +24,7 @@ __all__ = [
     "pit_permutate",
     "scale_invariant_signal_distortion_ratio",
     "scale_invariant_signal_noise_ratio",
+    "short_time_objective_intelligibility",
     "signal_distortion_ratio",
     "signal_noise_ratio",
     "source_aggregated_signal_distortion_ratio",

@@ -218,3 +218,45 @@ try:
     ]
 except ModuleNotFoundError:  # the optional extra is missing: the parity test skips with the reason
     pass
+
+
+# ---------------------------------------------------------------- STOI (oracle: pystoi, per example)
+
+def _stoi_signals(fs, time, sizes=(3, 1, 0, 2)):
+    """Noisy copies of a target with a silent stretch (frames below -40 dB are removed)."""
+    def batches(seed):
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for n in sizes:
+            t = torch.randn(n, time, generator=g, dtype=torch.float64)
+            t[:, time // 3:time // 2] *= 1e-3
+            p = t + 0.8 * torch.randn(n, time, generator=g, dtype=torch.float64)
+            out.append((p, t))
+        return out
+    return batches
+
+
+def _stoi_ref(fs, extended=False):
+    def ref(p, t):
+        import warnings
+
+        from pystoi import stoi
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "not enough STFT frames" for short examples: pystoi returns 1e-5
+            return np.mean([stoi(ti, pi, fs, extended) for pi, ti in zip(_np(p), _np(t))])
+    return ref
+
+
+try:
+    import pystoi as _pystoi  # noqa: F401
+
+    CASES += [
+        Case("short_time_objective_intelligibility-8k", fm.short_time_objective_intelligibility, {"fs": 8000},
+             _stoi_signals(8000, 4800), _stoi_ref(8000), check=dict(rtol=1e-9, atol=1e-9)),
+        Case("short_time_objective_intelligibility-extended-10k", fm.short_time_objective_intelligibility,
+             {"fs": 10000, "extended": True}, _stoi_signals(10000, 6000), _stoi_ref(10000, True),
+             check=dict(rtol=1e-9, atol=1e-9)),
+    ]
+except ModuleNotFoundError:  # pystoi is in the dev extras; without it the parity tests skip
+    pass
