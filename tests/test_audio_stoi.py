@@ -118,7 +118,7 @@ def test_resampling_matches_pystoi():
     from pystoi.utils import resample_oct
 
     g = torch.Generator().manual_seed(0)
-    for fs in (8000, 16000, 22050, 44100, 48000, 12345):
+    for fs in (8000, 16000, 22050, 44100, 48000, 11000):
         for n in (3, 1001, 20000):
             x = torch.randn(2, n, generator=g, dtype=torch.float64)
             want = np.stack([resample_oct(a, 10000, fs) for a in x.numpy()])

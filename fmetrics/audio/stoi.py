@@ -89,17 +89,14 @@ def _polyphase(fs: int):
     """
     up, down, g = resample_filter(fs)
     half = (len(g) - 1) // 2
-    phases = []
-    for r in range(up):
-        a, ph = divmod(r * down + half, up)
-        taps = g[ph::up]
-        phases.append((a, taps))
-    pad = max(0, max(len(taps) - 1 - a for a, taps in phases))
-    k = max(a + pad for a, _ in phases) + 1
+    a, ph = np.divmod(np.arange(up) * down + half, up)
+    count = (len(g) - 1 - ph) // up + 1  # taps of phase r: g[ph_r], g[ph_r + up], ...
+    pad = max(0, int((count - 1 - a).max()))
+    k = int((a + pad).max()) + 1
     w = np.zeros((up, 1, k))
-    for r, (a, taps) in enumerate(phases):
-        for j, c in enumerate(taps):
-            w[r, 0, a + pad - j] = c
+    r = np.repeat(np.arange(up), count)
+    j = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    w[r, 0, (a + pad)[r] - j] = g[ph[r] + j * up]
     return up, down, pad, torch.from_numpy(w)
 
 
