@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 ROWS, COLS = 4096, 16
 
@@ -39,8 +39,8 @@ def _torchmetrics(cls_name: str, batches):
 def _workload(name: str, factory, tm_class: str, doc: str):
     @register(f"aggregation/{name}", domain="aggregation", samples=_samples, bytes=_bytes,
               peers=("torchmetrics",), description=doc)
-    def build(quick: bool):
-        batches = _data(quick)
+    def build(quick: bool, device="cpu"):
+        batches = on_device(_data(quick), device)
         runs = {"fmetrics": fmetrics_run(factory(), batches)}
         try:
             runs["torchmetrics"] = _torchmetrics(tm_class, batches)
@@ -62,9 +62,9 @@ COLLECTION = {"mean": ("mean", "MeanMetric"), "sum": ("sum", "SumMetric"), "min"
 
 
 @register("aggregation/collection", domain="aggregation", samples=_samples, bytes=_bytes, peers=("torchmetrics",))
-def collection(quick: bool):
+def collection(quick: bool, device="cpu"):
     """mean, sum, min and max of 4096x16 batches as one collection vs MetricCollection"""
-    batches = _data(quick)
+    batches = on_device(_data(quick), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.collection(
         {k: getattr(fmetrics, f)() for k, (f, _) in COLLECTION.items()}, prefix="val/"), batches)}
     try:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register
+from benchmarks.registry import fmetrics_run, on_device, register
 
 FS, SECONDS = 16000, 4
 T = FS * SECONDS
@@ -29,8 +29,8 @@ def _pair(n, dtype=torch.float32, speakers=None, seed=0):
 def _snr_workload(name, tm_name, doc):
     @register(f"audio/{name}", domain="audio", samples=64, bytes=2 * 64 * T * 4, peers=("torchmetrics",),
               description=doc)
-    def build(quick: bool):
-        p, t = _pair(64)
+    def build(quick: bool, device="cpu"):
+        p, t = on_device(_pair(64), device)
         runs = {"fmetrics": fmetrics_run(getattr(fmetrics.audio, name)(), [(p, t)])}
         try:
             import torchmetrics.functional.audio as F
@@ -54,9 +54,10 @@ _snr_workload("scale_invariant_signal_noise_ratio", "scale_invariant_signal_nois
 @register("audio/signal_distortion_ratio", domain="audio", samples=lambda quick: 8 if quick else 64,
           peers=("torchmetrics", "fast_bss_eval"), tolerance=1e-6,
           description="BSS-eval SDR (512 taps) of 64 float64 signals x 64,000 samples (8 with --quick)")
-def sdr(quick: bool):
+def sdr(quick: bool, device="cpu"):
     n = 8 if quick else 64
-    p, t = _pair(n, torch.float64)
+    hp, ht = _pair(n, torch.float64)  # fast-bss-eval reads the host copy
+    p, t = on_device((hp, ht), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.audio.signal_distortion_ratio(), [(p, t)])}
     try:
         import torchmetrics.functional.audio as F
@@ -67,7 +68,7 @@ def sdr(quick: bool):
     try:
         import fast_bss_eval
 
-        tn, pn = t[:, None].numpy(), p[:, None].numpy()
+        tn, pn = ht[:, None].numpy(), hp[:, None].numpy()
         runs["fast_bss_eval"] = lambda: float(np.mean(fast_bss_eval.sdr(tn, pn, filter_length=512)))
     except ImportError:
         pass
@@ -76,8 +77,8 @@ def sdr(quick: bool):
 
 @register("audio/permutation_invariant_training", domain="audio", samples=16, peers=("torchmetrics",),
           description="PIT of SI-SDR, 16 mixtures x 4 speakers x 64,000 float32 samples")
-def pit(quick: bool):
-    p, t = _pair(16, speakers=4)
+def pit(quick: bool, device="cpu"):
+    p, t = on_device(_pair(16, speakers=4), device)
     m = fmetrics.audio.permutation_invariant_training(fmetrics.audio.scale_invariant_signal_distortion_ratio())
     runs = {"fmetrics": fmetrics_run(m, [(p, t)])}
     try:
@@ -92,7 +93,7 @@ def pit(quick: bool):
 
 @register("audio/perceptual_evaluation_speech_quality", domain="audio", samples=lambda quick: 2 if quick else 8,
           peers=("pesq",), description="PESQ wb of 8 modulated tones x 4 s at 16 kHz (2 with --quick)")
-def pesq_workload(quick: bool):
+def pesq_workload(quick: bool, device="cpu"):
     import pesq
 
     n = 2 if quick else 8
@@ -103,5 +104,5 @@ def pesq_workload(quick: bool):
     p = t + 0.05 * torch.randn(t.shape, generator=g)
     m = fmetrics.audio.perceptual_evaluation_speech_quality(fs=FS, mode="wb")
     tn, pn = t.double().numpy(), p.double().numpy()
-    return {"fmetrics": fmetrics_run(m, [(p, t)]),
+    return {"fmetrics": fmetrics_run(m, on_device([(p, t)], device)),  # PESQ itself runs on the host
             "pesq": lambda: float(np.mean([pesq.pesq(FS, a, b, "wb") for a, b in zip(tn, pn)]))}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 C, ROWS = 100, 4096
 CM_LABELS, CM_CHUNKS = 10**7, 10
@@ -46,8 +46,8 @@ def _tm(name: str):
 @register("classification/multiclass_accuracy", domain="classification", samples=_logit_samples,
           bytes=_logit_bytes, peers=("torchmetrics",),
           description="macro accuracy, 100 classes, 200 batches of 4096 logits")
-def multiclass_accuracy(quick: bool):
-    batches = _logits(quick)
+def multiclass_accuracy(quick: bool, device="cpu"):
+    batches = on_device(_logits(quick), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_accuracy(num_classes=C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassAccuracy")
@@ -60,8 +60,8 @@ def multiclass_accuracy(quick: bool):
 @register("classification/multiclass_f1_macro", domain="classification", samples=_logit_samples,
           bytes=_logit_bytes, peers=("torchmetrics",),
           description="macro F1, 100 classes, 200 batches of 4096 logits")
-def multiclass_f1_macro(quick: bool):
-    batches = _logits(quick, seed=1)
+def multiclass_f1_macro(quick: bool, device="cpu"):
+    batches = on_device(_logits(quick, seed=1), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_f1_score(num_classes=C, average="macro"), batches)}
     try:
         cls = _tm("MulticlassF1Score")
@@ -83,8 +83,8 @@ _FIVE = {
 @register("classification/stat_scores_collection", domain="classification", samples=_logit_samples,
           bytes=_logit_bytes, peers=("torchmetrics",),
           description="accuracy+precision+recall+F1+specificity (macro), one shared state vs MetricCollection")
-def stat_scores_collection(quick: bool):
-    batches = _logits(quick, seed=2)
+def stat_scores_collection(quick: bool, device="cpu"):
+    batches = on_device(_logits(quick, seed=2), device)
     col = fmetrics.collection({k: getattr(fmetrics, f)(num_classes=C) for k, (f, _) in _FIVE.items()})
     runs = {"fmetrics": fmetrics_run(col, batches)}
     try:
@@ -105,12 +105,12 @@ def _cm_labels(quick: bool) -> int:
 @register("classification/multiclass_confusion_matrix", domain="classification", samples=_cm_labels,
           bytes=lambda quick: 2 * 8 * _cm_labels(quick), peers=("torchmetrics",),
           description="100-class confusion matrix of 10^7 int64 label pairs in 10 batches")
-def multiclass_confusion_matrix(quick: bool):
+def multiclass_confusion_matrix(quick: bool, device="cpu"):
     g = torch.Generator().manual_seed(3)
     n = _cm_labels(quick)
     target = torch.randint(0, C, (n,), generator=g)
     preds = torch.where(torch.rand(n, generator=g) < 0.6, target, torch.randint(0, C, (n,), generator=g))
-    batches = list(zip(preds.chunk(CM_CHUNKS), target.chunk(CM_CHUNKS)))
+    batches = on_device(list(zip(preds.chunk(CM_CHUNKS), target.chunk(CM_CHUNKS))), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.multiclass_confusion_matrix(num_classes=C), batches)}
     try:
         cls = _tm("MulticlassConfusionMatrix")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 BATCHES = 10
 BINNED_BATCHES, BINNED_ROWS, THRESHOLDS = 100, 10**4, 1000
@@ -39,8 +39,8 @@ def _exact(total: int):
     def samples(quick: bool) -> int:
         return total // 10 if quick else total
 
-    def build(quick: bool):
-        return _runs(fmetrics.binary_auroc(), {}, _scores(samples(quick), BATCHES))
+    def build(quick: bool, device="cpu"):
+        return _runs(fmetrics.binary_auroc(), {}, on_device(_scores(samples(quick), BATCHES), device))
 
     return samples, build
 
@@ -63,6 +63,6 @@ def _binned_samples(quick: bool) -> int:
 @register("classification/binary_auroc_binned", domain="classification", samples=_binned_samples,
           bytes=lambda quick: _binned_samples(quick) * (4 + 8), peers=("torchmetrics",),
           description="binned binary AUROC, 1000 thresholds, 100 batches of 10^4 scores")
-def binary_auroc_binned(quick: bool):
-    batches = _scores(_binned_samples(quick), BINNED_BATCHES // 10 if quick else BINNED_BATCHES)
+def binary_auroc_binned(quick: bool, device="cpu"):
+    batches = on_device(_scores(_binned_samples(quick), BINNED_BATCHES // 10 if quick else BINNED_BATCHES), device)
     return _runs(fmetrics.binary_auroc(thresholds=THRESHOLDS), {"thresholds": THRESHOLDS}, batches)

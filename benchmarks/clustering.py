@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 CLUSTERS, CHUNKS = 50, 10
 
@@ -40,13 +40,14 @@ def _extrinsic(name: str, factory, sk_name: str, tm_class: str, with_torchmetric
     @register(f"clustering/{name}", domain="clustering", samples=_n, tolerance=1e-6,
               peers=("scikit-learn", "torchmetrics") if with_torchmetrics else ("scikit-learn",),
               description=f"{name} of 10^6 labels, 50 clusters, 10 batches")
-    def build(quick: bool):
-        batches = _labels(_n(quick))
+    def build(quick: bool, device="cpu"):
+        host = _labels(_n(quick))  # scikit-learn reads the host copy
+        batches = on_device(host, device)
         runs = {"fmetrics": fmetrics_run(factory(), batches)}
         try:
             import sklearn.metrics as skm
 
-            runs["scikit-learn"] = _sklearn(getattr(skm, sk_name), batches)
+            runs["scikit-learn"] = _sklearn(getattr(skm, sk_name), host)
         except ImportError:
             pass
         if with_torchmetrics:
@@ -71,13 +72,14 @@ _extrinsic("adjusted_mutual_info_score", fmetrics.adjusted_mutual_info_score, "a
 # torchmetrics' float32 expected mutual information is off by ~1e-4 from scikit-learn's float64 value
 @register("clustering/adjusted_mutual_info_score_2000", domain="clustering", samples=2000, tolerance=1e-3,
           peers=("scikit-learn", "torchmetrics"), description="AMI of 2000 labels, 50 clusters")
-def ami_small(quick: bool):
-    batches = _labels(2000, seed=1)
+def ami_small(quick: bool, device="cpu"):
+    host = _labels(2000, seed=1)
+    batches = on_device(host, device)
     runs = {"fmetrics": fmetrics_run(fmetrics.adjusted_mutual_info_score(), batches)}
     try:
         import sklearn.metrics as skm
 
-        runs["scikit-learn"] = _sklearn(skm.adjusted_mutual_info_score, batches)
+        runs["scikit-learn"] = _sklearn(skm.adjusted_mutual_info_score, host)
     except ImportError:
         pass
     try:
@@ -91,11 +93,12 @@ def ami_small(quick: bool):
 
 @register("nominal/cramers_v_matrix", domain="nominal", samples=_n, tolerance=1e-5, peers=("torchmetrics",),
           description="Cramér's V between the 45 column pairs of a 10^6 x 10 matrix of 5 categories")
-def cramers_matrix(quick: bool):
+def cramers_matrix(quick: bool, device="cpu"):
     g = torch.Generator().manual_seed(2)
     n = _n(quick)
     base = torch.randint(0, 5, (n, 1), generator=g)
     m = torch.where(torch.rand(n, 10, generator=g) < 0.3, base, torch.randint(0, 5, (n, 10), generator=g))
+    m = on_device(m, device)
     batches = [(c,) for c in m.chunk(CHUNKS)]
     runs = {"fmetrics": fmetrics_run(fmetrics.cramers_v_matrix(), batches)}
     try:

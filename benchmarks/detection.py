@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import fmetrics
-from benchmarks.registry import register
+from benchmarks.registry import on_device, register
 
 STATS = ("map", "map_50", "map_75", "map_small", "map_medium", "map_large", "mar_1", "mar_10", "mar_100",
          "mar_small", "mar_medium", "mar_large")
@@ -126,9 +126,10 @@ def cocoeval_run(gt_d, dt_d, iou_type: str, backend: str):
 def fmetrics_map(preds, target, iou_type="bbox"):
     m = fmetrics.mean_average_precision(iou_type=iou_type)
     batches = [(preds[i:i + BATCH], target[i:i + BATCH]) for i in range(0, len(preds), BATCH)]
+    device = preds[0]["boxes"].device if preds and preds[0]["boxes"].device.type != "cpu" else None
 
     def run():
-        s = m.init()
+        s = m.init(device)
         for p, t in batches:
             s = m.update(s, p, t)
         out = m.finalize(s)
@@ -150,9 +151,9 @@ def _map_workload(name, n_images, quick_images, doc, iou_type="bbox", mask_size=
 
     @register(f"detection/{name}", domain="detection", samples=lambda quick: images(quick), tolerance=1e-12,
               peers=peers, description=doc)
-    def build(quick: bool):
-        preds, target = coco_set(images(quick), n_boxes=n_boxes, mask_size=mask_size)
-        runs = {"fmetrics": fmetrics_map(preds, target, iou_type)}
+    def build(quick: bool, device="cpu"):
+        preds, target = coco_set(images(quick), n_boxes=n_boxes, mask_size=mask_size)  # COCO tools: host copy
+        runs = {"fmetrics": fmetrics_map(*on_device((preds, target), device), iou_type)}
         try:
             gt_d, dt_d = coco_dicts(preds, target, iou_type)
         except ImportError:
@@ -179,9 +180,10 @@ _map_workload("map_segm_100", 100, 20, "segm mAP, 100 images of 64x64 masks x 10
 
 @register("detection/intersection_over_union", domain="detection", samples=lambda quick: 100 if quick else 500,
           peers=("torchmetrics",))
-def iou_family(quick: bool):
+def iou_family(quick: bool, device="cpu"):
     """Mean IoU / GIoU / DIoU / CIoU of 500 images x 20 boxes (torchmetrics' modules need torchvision: skipped)."""
-    preds, target = coco_set(100 if quick else 500)
+    preds, target = on_device(coco_set(100 if quick else 500), device)
+    device = None if torch.device(device).type == "cpu" else torch.device(device)
     batches = [(preds[i:i + BATCH], target[i:i + BATCH]) for i in range(0, len(preds), BATCH)]
     ms = {k: f() for k, f in (("iou", fmetrics.intersection_over_union),
                               ("giou", fmetrics.generalized_intersection_over_union),
@@ -191,7 +193,7 @@ def iou_family(quick: bool):
     def run():
         out = {}
         for k, m in ms.items():
-            s = m.init()
+            s = m.init(device)
             for p, t in batches:
                 s = m.update(s, p, t)
             out[k] = m.finalize(s)[k]

@@ -6,6 +6,11 @@ compared), then times them in alternating rounds -- the order rotates every
 round so that no contender always runs on a warm or a cold cache -- and
 reports the median time and its spread (interquartile range).
 
+``--device cuda`` builds every workload's data on the GPU (peers run on
+the same device where they can) and times each call between two
+``torch.cuda.synchronize()``: a call's time includes all the device work it
+launched. The device is named in the table header and in the JSON report.
+
 Each workload gets a share of a global time budget (under two minutes for
 ``--quick``, twenty for the full run) and runs rounds until its share is
 spent, between a minimum and a maximum number (see `Budget`).
@@ -32,7 +37,7 @@ import numpy as np
 import torch
 
 from benchmarks import registry
-from benchmarks.registry import BASELINE, Measured, Workload
+from benchmarks.registry import BASELINE, Measured, Unsupported, Workload
 
 SCHEMA = "fmetrics-benchmarks/1"
 NOISY = 0.5  # a time whose interquartile range exceeds half its median is flagged as noisy
@@ -105,17 +110,22 @@ def select(workloads: Mapping[str, Workload], only: Optional[str]) -> tuple[list
 # ---------------------------------------------------------------- machine
 
 
-def measure_bandwidth(quick: bool) -> dict:
-    """Memory bandwidth in GB/s: best of a few large ``sum`` (read) and ``copy_`` (read + write) passes."""
+def measure_bandwidth(quick: bool, device=None) -> dict:
+    """Memory bandwidth in GB/s of ``device`` (default: the CPU's): best of a few large ``sum`` (read) and
+    ``copy_`` (read + write) passes, synchronized on an accelerator."""
+    device = torch.device(device or "cpu")
     n = 256 * 2**20 // 4  # 256 MiB: well beyond the last-level cache
-    x = torch.ones(n, dtype=torch.float32)
+    x = torch.ones(n, dtype=torch.float32, device=device)
     y = torch.zeros_like(x)
     read = copy = math.inf
     for _ in range(5 if quick else 10):
+        _sync(device)
         t0 = time.perf_counter()
         x.sum()
+        _sync(device)
         t1 = time.perf_counter()
         y.copy_(x)
+        _sync(device)
         t2 = time.perf_counter()
         read, copy = min(read, t1 - t0), min(copy, t2 - t1)
     nbytes = x.numel() * x.element_size()
@@ -135,7 +145,16 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_info() -> dict:
+def device_name(device) -> str:
+    """``"cpu"``, or the device and its model, e.g. ``"cuda:0 (NVIDIA H200)"``."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+    return str(device)
+
+
+def machine_info(device=None) -> dict:
     versions = {}
     for pkg in PEER_PACKAGES:
         try:
@@ -150,6 +169,7 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "device": device_name(device or "cpu"),
         "packages": versions,
         "loadavg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
@@ -213,15 +233,20 @@ def compare(value, reference, tolerance: float) -> tuple[float, bool, Optional[s
 # ---------------------------------------------------------------- timing
 
 
-def _sync() -> None:
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+def _sync(device=None) -> None:
+    """Waits for the device's queued work (CUDA); on the CPU, for CUDA work a CPU workload may have started."""
+    if device is not None and torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+    elif torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
 
 
-def _timed(fn) -> tuple[Any, float]:
+def _timed(fn, device=None) -> tuple[Any, float]:
+    """``(fn(), seconds)``; on an accelerator the clock runs between two synchronizations."""
+    _sync(device)  # work queued before the call is not charged to it
     t0 = time.perf_counter()
     out = fn()
-    _sync()
+    _sync(device)
     seconds = time.perf_counter() - t0
     if isinstance(out, Measured) and out.seconds is not None:
         seconds = float(out.seconds)
@@ -255,12 +280,14 @@ def _short_error(e: BaseException) -> str:
 
 
 def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, bandwidth: Optional[float],
-                 progress=None) -> list[dict]:
-    """Runs one workload; returns one row per peer (or one baseline-only row)."""
+                 progress=None, device="cpu") -> list[dict]:
+    """Runs one workload on ``device``; returns one row per peer (or one baseline-only row)."""
     progress = progress or (lambda msg: None)
+    device = torch.device(device)
     share = budget.share(workloads_left)
     t_start = time.perf_counter()
-    base_row = {"workload": w.name, "domain": w.domain, "description": w.description, "tolerance": w.tolerance}
+    base_row = {"workload": w.name, "domain": w.domain, "description": w.description, "tolerance": w.tolerance,
+                "device": str(device)}
 
     def row(peer, status, reason=None, **kw):
         return {**base_row, "peer": peer, "status": status, "reason": reason, "baseline": None,
@@ -270,9 +297,11 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     torch.manual_seed(0)
     np.random.seed(0)
     try:
-        runs = dict(w.build(quick))
+        runs = dict(w.make(quick, device))
     except ImportError as e:
         return [row(None, "skipped", f"missing package: {e}")]
+    except Unsupported as e:
+        return [row(None, "skipped", f"not on {device.type}: {e}")]
     except Exception as e:  # noqa: BLE001
         return [row(None, "error", f"build failed: {_short_error(e)}")]
     if BASELINE not in runs or runs[BASELINE] is None:
@@ -288,7 +317,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
             continue
         progress(f"warm-up {name}")
         try:
-            out, t = _timed(runs[name])
+            out, t = _timed(runs[name], device)
         except ImportError as e:
             skipped[name] = f"missing package: {e}"
             continue
@@ -314,7 +343,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
                 progress(f"round {rounds + 1}: {name}")
                 gc.collect()
                 try:
-                    _, t = _timed(runs[name])
+                    _, t = _timed(runs[name], device)
                 except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
                     errors[name] = _short_error(e)
                     live.remove(name)
@@ -503,6 +532,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small data and few rounds (under 2 minutes)")
     p.add_argument("--only", metavar="PATTERN",
                    help="comma-separated workload name patterns (substring or glob, e.g. 'regression/*')")
+    p.add_argument("--device", default="cpu", metavar="DEVICE",
+                   help="where the data live and the contenders run: cpu (default), cuda, cuda:1, ...; "
+                        "accelerator times are taken between two synchronizations")
     p.add_argument("--threads", type=int, metavar="N", help="torch.set_num_threads(N) (default: torch's)")
     p.add_argument("--repeats", type=int, metavar="N", help="timed rounds per workload (default: fit the budget)")
     p.add_argument("--json", metavar="FILE", help="write the machine-readable results to FILE")
@@ -537,6 +569,26 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
             err.write(f"--plot: {problem}\n")
             return 2
 
+    try:
+        device = torch.device(args.device)
+    except RuntimeError as e:
+        err.write(f"--device: {e}\n")
+        return 2
+    if device.type == "cuda" and not torch.cuda.is_available():
+        err.write(f"--device {args.device}: torch.cuda.is_available() is False (no CUDA device, or a CPU build "
+                  f"of torch {torch.__version__})\n")
+        return 2
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        err.write(f"--device {args.device}: only {torch.cuda.device_count()} CUDA device(s)\n")
+        return 2
+    if device.type not in ("cpu", "cuda"):
+        err.write(f"--device {args.device}: only cpu and cuda are supported\n")
+        return 2
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
     budget = Budget(args.quick, args.repeats)
     import_errors = []
     if workloads is None:
@@ -554,10 +606,11 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         _list(workloads, err)
         return 2
 
-    machine = machine_info()
-    bandwidth = measure_bandwidth(args.quick)
+    machine = machine_info(device)
+    bandwidth = measure_bandwidth(args.quick, device)
+    where = machine["device"] if device.type != "cpu" else "cpu"
     err.write(f"fmetrics benchmarks: {len(selected)} workloads, {'quick' if args.quick else 'full'} run, "
-              f"{_threads(machine['threads'])}, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
+              f"device {where}, {_threads(machine['threads'])}, memory bandwidth {bandwidth['gbps']:.1f} GB/s\n")
     busy = _busy(machine)
     if busy:
         err.write(f"warning: {busy}\n")
@@ -567,7 +620,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         progress.start(i + 1, len(selected), w.name)
         t0 = time.perf_counter()
         try:
-            new = run_workload(w, args.quick, budget, len(selected) - i, bandwidth["gbps"], progress.step)
+            new = run_workload(w, args.quick, budget, len(selected) - i, bandwidth["gbps"], progress.step, device)
         except KeyboardInterrupt:
             err.write("\ninterrupted: reporting the workloads finished so far\n")
             interrupted = True
@@ -577,9 +630,11 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         rows.extend(new)
     wall = budget.elapsed()
 
+    out.write(f"device: {where}" + (" (CUDA-synchronized times)" if device.type == "cuda" else "") + "\n")
     out.write(format_table(rows) + "\n")
     out.write(f"\n{len(selected)} workloads in {wall:.1f} s ({'quick' if args.quick else 'full'} run, "
-              f"{_threads(machine['threads'])}, {machine['cpu']}, memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
+              f"device {where}, {_threads(machine['threads'])}, {machine['cpu']}, "
+              f"{'device ' if device.type != 'cpu' else ''}memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
               "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
     if any(r.get("noisy") for r in rows):
         out.write(f"?: noisy (interquartile range over {NOISY:.0%} of the median); the machine is busy: "
@@ -602,6 +657,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "quick": args.quick,
         "argv": list(sys.argv[1:] if argv is None else argv),
+        "device": str(device),
         "machine": machine,
         "bandwidth": bandwidth,
         "wall_s": wall,

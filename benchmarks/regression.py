@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 ROWS, COLS = 4096, 16
 SMALL_ROWS, SMALL_BATCHES = 16, 1000
@@ -45,8 +45,8 @@ def _workload(name: str, factory, tm_class: str, doc: str, tm_kwargs=None, small
 
     @register(f"regression/{name}", domain="regression", samples=lambda quick: n_batches(quick) * rows,
               bytes=lambda quick: 2 * n_batches(quick) * rows * COLS * 4, peers=("torchmetrics",), description=doc)
-    def build(quick: bool):
-        batches = _pairs(n_batches(quick), rows, COLS)
+    def build(quick: bool, device="cpu"):
+        batches = on_device(_pairs(n_batches(quick), rows, COLS), device)
         runs = {"fmetrics": fmetrics_run(factory(**kwargs), batches)}
         try:
             runs["torchmetrics"] = _torchmetrics(tm_class, batches, **(tm_kwargs or {}))
@@ -78,10 +78,10 @@ _workload("r2_score_16rows", fmetrics.r2_score, "R2Score",
 @register("regression/spearman_corrcoef", domain="regression",
           samples=lambda quick: SPEARMAN_PAIRS // (10 if quick else 1),
           bytes=lambda quick: 2 * 4 * SPEARMAN_PAIRS // (10 if quick else 1), peers=("torchmetrics",))
-def spearman(quick: bool):
+def spearman(quick: bool, device="cpu"):
     """Spearman rho of 10^6 pairs in 10 chunks (10^5 with --quick) vs SpearmanCorrCoef."""
     n = SPEARMAN_PAIRS // (10 if quick else 1)
-    batches = _pairs(SPEARMAN_CHUNKS, n // SPEARMAN_CHUNKS)
+    batches = on_device(_pairs(SPEARMAN_CHUNKS, n // SPEARMAN_CHUNKS), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.spearman_corrcoef(), batches)}
     try:
         runs["torchmetrics"] = _torchmetrics("SpearmanCorrCoef", batches)
@@ -92,10 +92,10 @@ def spearman(quick: bool):
 
 @register("regression/kendall_rank_corrcoef", domain="regression",
           samples=lambda quick: KENDALL_PAIRS // (5 if quick else 1), peers=("torchmetrics",))
-def kendall(quick: bool):
+def kendall(quick: bool, device="cpu"):
     """Kendall tau-b of 5000 pairs with ties (1000 with --quick) vs KendallRankCorrCoef (O(n^2))."""
     n = KENDALL_PAIRS // (5 if quick else 1)
-    batches = [(torch.round(p * 4), torch.round(t * 4)) for p, t in _pairs(5, n // 5)]
+    batches = on_device([(torch.round(p * 4), torch.round(t * 4)) for p, t in _pairs(5, n // 5)], device)
     runs = {"fmetrics": fmetrics_run(fmetrics.kendall_rank_corrcoef(), batches)}
     try:
         runs["torchmetrics"] = _torchmetrics("KendallRankCorrCoef", batches)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 ROWS_PER_QUERY = 20
 
@@ -72,11 +72,12 @@ def _ranx(measure: str, batches):
 def _workload(name: str, factory, kwargs: dict, tm_class: str, ranx_measure: str, graded: bool):
     @register(f"retrieval/{name}", domain="retrieval", samples=_samples, peers=("torchmetrics", "ranx"),
               description=f"{name} over {ROWS_PER_QUERY} rows/query, rows shuffled over update batches")
-    def build(quick: bool):
-        batches = _data(quick, graded)
+    def build(quick: bool, device="cpu"):
+        host = _data(quick, graded)  # ranx reads the host copy
+        batches = on_device(host, device)
         runs = {"fmetrics": fmetrics_run(factory(**kwargs), batches)}
         for peer, make in (("torchmetrics", lambda: _torchmetrics(tm_class, kwargs, batches)),
-                           ("ranx", lambda: _ranx(ranx_measure, batches))):
+                           ("ranx", lambda: _ranx(ranx_measure, host))):
             try:
                 runs[peer] = make()
             except ImportError:
@@ -93,8 +94,8 @@ _workload("mrr", fmetrics.retrieval_mrr, {}, "RetrievalMRR", "mrr", False)
 
 @register("retrieval/collection", domain="retrieval", samples=_samples, peers=("torchmetrics",),
           description="NDCG@10 + MAP + MRR + P@10 + R@10 in one collection (one state, one grouping)")
-def collection(quick: bool):
-    batches = _data(quick, graded=False)
+def collection(quick: bool, device="cpu"):
+    batches = on_device(_data(quick, graded=False), device)
     members = {"ndcg@10": fmetrics.retrieval_normalized_dcg(top_k=10), "map": fmetrics.retrieval_map(),
                "mrr": fmetrics.retrieval_mrr(), "p@10": fmetrics.retrieval_precision(top_k=10),
                "r@10": fmetrics.retrieval_recall(top_k=10)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 CLASSES, SIDE, PER_BATCH = 10, 500, 4
 
@@ -38,8 +38,8 @@ def _pixels(quick: bool) -> int:
 def _overlap(name, factory, tm_class, doc, **kwargs):
     @register(f"segmentation/{name}", domain="segmentation", samples=_pixels,
               bytes=lambda quick: 2 * 8 * _pixels(quick), peers=("torchmetrics",), description=doc)
-    def build(quick: bool):
-        batches = class_maps(_n_batches(quick))
+    def build(quick: bool, device="cpu"):
+        batches = on_device(class_maps(_n_batches(quick)), device)
         runs = {"fmetrics": fmetrics_run(factory(num_classes=CLASSES, input_format="index", **kwargs), batches)}
         try:
             import torchmetrics.segmentation as tms
@@ -67,9 +67,9 @@ _overlap("generalized_dice_score", fmetrics.generalized_dice_score, "Generalized
 
 @register("segmentation/hausdorff_distance", domain="segmentation", samples=lambda quick: 4 if quick else 8,
           peers=("torchmetrics",), tolerance=1e-5)
-def hausdorff(quick: bool):
+def hausdorff(quick: bool, device="cpu"):
     """Hausdorff distance (euclidean) of 8 masks of 64x64 with 3 classes (4 with --quick) vs HausdorffDistance."""
-    batches = class_maps(1, per_batch=4 if quick else 8, side=64, classes=3, seed=1)
+    batches = on_device(class_maps(1, per_batch=4 if quick else 8, side=64, classes=3, seed=1), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.hausdorff_distance(num_classes=3, input_format="index"), batches)}
     try:
         import torchmetrics.segmentation as tms

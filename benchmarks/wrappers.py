@@ -15,7 +15,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import fmetrics
-from benchmarks.registry import Measured, register
+from benchmarks.registry import Measured, on_device, register
 
 ROWS, REPLICATES, CLASSES = 1024, 200, 10
 QUANTILES = (0.025, 0.975)
@@ -51,8 +51,10 @@ def _nbytes(tensors) -> int:
 def _fmetrics(metric: fmetrics.Metric, batches):
     m = fmetrics.wrappers.bootstrap(metric, num_samples=REPLICATES, quantiles=QUANTILES)
 
+    device = batches[0][0].device if batches[0][0].device.type != "cpu" else None
+
     def run():
-        s = m.init()
+        s = m.init(device)
         for p, t in batches:
             s = m.update(s, p, t)
         return Measured(m.finalize(s), extra={"state_bytes": _nbytes(pytree.tree_leaves(s))})
@@ -63,8 +65,10 @@ def _fmetrics(metric: fmetrics.Metric, batches):
 def _torchmetrics(make_base, batches):
     from torchmetrics.wrappers import BootStrapper
 
+    device = batches[0][0].device
+
     def run():
-        m = BootStrapper(make_base(), num_bootstraps=REPLICATES, quantile=torch.tensor(QUANTILES))
+        m = BootStrapper(make_base(), num_bootstraps=REPLICATES, quantile=torch.tensor(QUANTILES)).to(device)
         for p, t in batches:
             m.update(p, t)
         value = m.compute()
@@ -77,9 +81,9 @@ def _torchmetrics(make_base, batches):
 
 @register("wrappers/bootstrap_multiclass_accuracy", domain="wrappers", samples=_samples, peers=("torchmetrics",),
           tolerance=0.01)
-def bootstrap_multiclass_accuracy(quick: bool):
+def bootstrap_multiclass_accuracy(quick: bool, device="cpu"):
     """bootstrap(multiclass_accuracy(10 classes), 200 replicates) vs BootStrapper(MulticlassAccuracy)"""
-    batches = _classification(quick)
+    batches = on_device(_classification(quick), device)
     runs = {"fmetrics": _fmetrics(fmetrics.multiclass_accuracy(num_classes=CLASSES), batches)}
     try:
         from torchmetrics.classification import MulticlassAccuracy
@@ -92,9 +96,9 @@ def bootstrap_multiclass_accuracy(quick: bool):
 
 @register("wrappers/bootstrap_mean_squared_error", domain="wrappers", samples=_samples, peers=("torchmetrics",),
           tolerance=0.01)
-def bootstrap_mean_squared_error(quick: bool):
+def bootstrap_mean_squared_error(quick: bool, device="cpu"):
     """bootstrap(mean_squared_error, 200 replicates) vs BootStrapper(MeanSquaredError)"""
-    batches = _regression(quick)
+    batches = on_device(_regression(quick), device)
     runs = {"fmetrics": _fmetrics(fmetrics.mean_squared_error(), batches)}
     try:
         from torchmetrics.regression import MeanSquaredError
@@ -107,9 +111,9 @@ def bootstrap_mean_squared_error(quick: bool):
 
 @register("wrappers/bootstrap_pearson_corrcoef", domain="wrappers", samples=_samples, peers=("torchmetrics",),
           tolerance=0.01)
-def bootstrap_pearson_corrcoef(quick: bool):
+def bootstrap_pearson_corrcoef(quick: bool, device="cpu"):
     """bootstrap(pearson_corrcoef, 200 replicates): closed-form weighted moments, vs BootStrapper(PearsonCorrCoef)"""
-    batches = _regression(quick)
+    batches = on_device(_regression(quick), device)
     runs = {"fmetrics": _fmetrics(fmetrics.pearson_corrcoef(), batches)}
     try:
         from torchmetrics.regression import PearsonCorrCoef

@@ -19,7 +19,7 @@ FAKE_BANDWIDTH = {"read_gbps": 10.0, "copy_gbps": 8.0, "gbps": 10.0, "buffer_byt
 @pytest.fixture(autouse=True)
 def _no_bandwidth_pass(monkeypatch):
     # The real 256 MiB pass is tested once, below; the others need not repeat it.
-    monkeypatch.setattr(harness, "measure_bandwidth", lambda quick: dict(FAKE_BANDWIDTH))
+    monkeypatch.setattr(harness, "measure_bandwidth", lambda quick, device=None: dict(FAKE_BANDWIDTH))
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)  # --threads changes the process-wide setting
@@ -60,8 +60,9 @@ def test_tiny_workload_runs_end_to_end(tmp_path):
     assert base["bandwidth_fraction"] == pytest.approx(4000 / base["median_s"] / 10e9)
     # aligned table: header, rule, one line, all starting columns at the same offsets
     lines = out.splitlines()
-    assert lines[0].startswith("workload") and lines[2].startswith("t/tiny")
-    assert "torchmetrics" in lines[2] and "ok" in lines[2].split()
+    assert lines[0] == "device: cpu"
+    assert lines[1].startswith("workload") and lines[3].startswith("t/tiny")
+    assert "torchmetrics" in lines[3] and "ok" in lines[3].split()
     assert "[1/1] t/tiny" in err
 
 
@@ -326,3 +327,111 @@ def test_busy_machine_warning():
     assert "load average 1.8 on 2 CPUs" in busy and busy.endswith("--threads 1")
     assert harness._busy({**quiet, "loadavg": [1.2, 1.0, 1.0], "threads": 1}) is None
     assert harness._busy({**quiet, "loadavg": [2.5, 1.0, 1.0], "threads": 1}).endswith("use a quiet machine")
+
+
+# ---------------------------------------------------------------- --device
+
+
+def test_device_defaults_to_cpu_and_is_reported(tmp_path):
+    seen = []
+
+    def build(quick, device="cpu"):
+        seen.append(device)
+        return _tiny(quick)
+
+    rc, out, err, rep = _report(tmp_path, [], {"t/dev": _workload("t/dev", build)})
+    assert rc == 0, err
+    assert seen == [torch.device("cpu")]
+    assert rep["device"] == "cpu" and rep["machine"]["device"] == "cpu"
+    assert all(r["device"] == "cpu" for r in rep["rows"])
+    assert out.splitlines()[0] == "device: cpu" and "device cpu" in out and "device cpu" in err
+    rc, _, _, rep = _report(tmp_path, ["--device", "cpu"], {"t/dev": _workload("t/dev", build)})
+    assert rc == 0 and rep["device"] == "cpu" and "--device" in rep["argv"]
+
+
+def test_device_errors_are_clear():
+    w = {"t/tiny": _workload("t/tiny", _tiny)}
+    rc, out, err = _run(["--device", "nonsense"], w)
+    assert rc == 2 and out == "" and "--device" in err
+    rc, out, err = _run(["--device", "meta"], w)
+    assert rc == 2 and "only cpu and cuda" in err
+    if not torch.cuda.is_available():
+        rc, out, err = _run(["--device", "cuda"], w)
+        assert rc == 2 and out == "" and "torch.cuda.is_available() is False" in err
+
+
+def test_builders_without_device_run_on_cpu_only():
+    from benchmarks.registry import Unsupported
+
+    w = _workload("t/old", _tiny)
+    assert set(w.make(True, "cpu")) == {"fmetrics", "torchmetrics"}
+    with pytest.raises(Unsupported, match="CPU only"):
+        w.make(True, "cuda")  # no CUDA needed: the builder is never called
+    rows = harness.run_workload(w, True, harness.Budget(True, 1), 1, None, device="cuda")
+    assert [(r["status"], r["device"]) for r in rows] == [("skipped", "cuda")]
+    assert rows[0]["reason"].startswith("not on cuda: ")
+
+
+def test_unsupported_builder_is_skipped_with_its_reason(tmp_path):
+    from benchmarks.registry import Unsupported
+
+    def build(quick, device="cpu"):
+        raise Unsupported("host only")
+
+    rc, out, _, rep = _report(tmp_path, [], {"t/u": _workload("t/u", build)})
+    (row,) = rep["rows"]
+    assert rc == 0 and row["status"] == "skipped" and row["reason"] == "not on cpu: host only"
+
+
+def test_every_registered_builder_takes_a_device():
+    from benchmarks.registry import WORKLOADS, takes_device
+
+    assert harness.discover() == []
+    missing = sorted(n for n, w in WORKLOADS.items() if not takes_device(w.build))
+    assert not missing, f"workloads whose builder has no device parameter (CPU only): {missing}"
+
+
+def test_on_device_moves_nested_tensors_and_keeps_other_leaves():
+    from benchmarks.registry import on_device
+
+    batches = [(torch.ones(2), ["a", "b"], {"boxes": torch.zeros(1, 4), "n": 3})]
+    assert on_device(batches, "cpu") is batches  # no copies on the host
+    moved = on_device(batches, "meta")
+    (x, words, d), = moved
+    assert x.device.type == "meta" and d["boxes"].device.type == "meta"
+    assert words == ["a", "b"] and d["n"] == 3 and isinstance(moved[0], tuple)
+
+
+def test_cuda_times_are_synchronized(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append(device))
+    dev = torch.device("cuda", 0)
+    out, seconds = harness._timed(lambda: (calls.append("run"), 7)[1], dev)
+    assert out == 7 and seconds >= 0
+    assert calls == [dev, "run", dev]  # queued work flushed before the clock starts, and waited for after
+
+
+def test_contenders_follow_the_data_device():
+    import fmetrics
+    from benchmarks.registry import fmetrics_run, torchmetrics_run
+
+    batches = [(torch.tensor([1.0, 3.0]),)]
+    assert fmetrics_run(fmetrics.mean(), batches)().item() == 2.0
+
+    class Fake:
+        moved_to = None
+
+        def to(self, device):
+            Fake.moved_to = device
+            return self
+
+        def update(self, x):
+            pass
+
+        def compute(self):
+            return 0
+
+    torchmetrics_run(Fake, batches)()
+    assert Fake.moved_to is None  # on the CPU nothing moves
+    torchmetrics_run(Fake, [(torch.empty(2, device="meta"),)])()
+    assert Fake.moved_to == torch.device("meta")
