@@ -443,3 +443,21 @@ def test_running_and_bootstrap_pass_the_compile_epoch_law(make):
     else:
         batches = [(torch.randn(n, generator=g),) for n in (9, 1, 14, 6, 11, 8, 5, 6)]
     check_metric(m, batches, laws=["compile epoch"])
+
+
+def test_a_deferred_invalid_record_does_not_make_a_metric_merge_only():
+    """A `validation.Invalid` field (tag None) is weighted by its own rule: accuracy stays row-decomposable."""
+    from fmetrics.wrappers import _rows
+
+    m = fm.multiclass_accuracy(num_classes=4, average="micro")
+    tags = _rows.decomposable_tags("bootstrap", m)
+    assert tags is not None and "invalid" in {t for t in tags if isinstance(t, str)}
+    g = torch.Generator().manual_seed(3)
+    ids, p, t = torch.arange(60), torch.rand(60, 4, generator=g), torch.randint(0, 4, (60,), generator=g)
+    b = W.bootstrap(m, num_samples=6, sample_ids=True, raw=True)
+    s = b.update(b.update(b.init(), ids[:25], p[:25], t[:25]), ids[25:], p[25:], t[25:])
+    torch.testing.assert_close(b.finalize(s)["raw"], b(ids, p, t)["raw"])
+    with fm.validation.mode("deferred"):
+        s = b.update(b.init(), ids[:3], p[:3], torch.tensor([0, 9, 1]))
+    with pytest.raises(ValueError, match="the first was 9"):
+        b.finalize(s)

@@ -54,8 +54,9 @@ def family(
     overwrite (in-place ops keep large CPU batches free of extra temporaries)
     and the ``(N, D)`` inputs in their own dtype (cast them with `as_acc`).
     With ``num_outputs == 1`` every element is a sample. The key holds what
-    changes the update: ``kind``, ``num_outputs`` and whether non-finite
-    entries are left out (every ``nan_strategy`` but ``"disable"``).
+    changes the update: ``kind``, ``num_outputs`` and what happens to
+    non-finite entries (counted: ``"error"``; left out: ``"warn"``/``"ignore"``;
+    nothing: ``"disable"``).
     """
     name = name or kind
     _inputs.check_num_outputs(name, num_outputs)
@@ -73,12 +74,15 @@ def family(
         t = _inputs.columns(name, target, num_outputs, flatten=True)
         d = _inputs.difference(p, t, state.total)  # non-finite exactly where p or t is
         rows = p.shape[0]
-        if disable:
+        eager = not (disable or drop or _inputs.deferred(preds, target))  # "error", CPU eager: check the sums
+        if disable or eager:
             nonfinite, ones = state.nonfinite, None
         else:
             ones = _inputs.finite_ones(d)
             bad = (rows - torch.nansum(ones, 0)).to(torch.int64)
             nonfinite = state.nonfinite + bad
+        if eager and rule is not None:
+            _inputs.check_sum(name, ("preds", "target"), d.sum(0), preds, target)
         values = fn(d, p, t)
         if rule is not None:
             ok = rule[1](p, t)
@@ -91,10 +95,13 @@ def family(
         if drop:  # NaN * anything is NaN, and nansum leaves it out
             return ElementwiseState(state.total + torch.nansum(values.mul_(ones), 0), state.count + (rows - bad),
                                     state.invalid, nonfinite)
-        return ElementwiseState(state.total + values.sum(0), state.count + rows, state.invalid, nonfinite)
+        batch = values.sum(0)
+        if eager:  # f is finite on finite inputs: a non-finite batch sum means a non-finite input
+            _inputs.check_sum(name, ("preds", "target"), batch, preds, target)
+        return ElementwiseState(state.total + batch, state.count + rows, state.invalid, nonfinite)
 
-    return Family(name=f"regression.{kind}", key=(num_outputs, disable), init=init, update=update, reductions=TAGS,
-                  check=_inputs.finite_check(name) if nan_strategy == "error" else None)
+    mode = "off" if disable else "drop" if drop else "count"
+    return Family(name=f"regression.{kind}", key=(num_outputs, mode), init=init, update=update, reductions=TAGS)
 
 
 def member(fam: Family, name: str, num_outputs: int, nan_strategy: str, post=None, on_invalid: str = "error",

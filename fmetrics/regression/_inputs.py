@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import torch
@@ -101,24 +102,59 @@ def check_nan_strategy(name: str, nan_strategy) -> str:
     return validation.check_policy(name, "nan_strategy", nan_strategy, NAN_STRATEGIES)
 
 
-def finite_check(name: str, names=("preds", "target")):
-    """The eager check of ``nan_strategy="error"``: raises quoting the first non-finite values (CPU, eager).
+def raise_nonfinite(name: str, names, *inputs) -> None:
+    """Raises quoting the non-finite values of ``inputs`` (a host read: eager CPU only); returns if there are none."""
+    for arg, x in zip(names, inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            bad = x[~torch.isfinite(x)]
+            if bad.numel():
+                raise ValueError(f"{name}: {arg} must be finite (nan_strategy='error'); found "
+                                 f"{validation.quote(bad)}. Pass nan_strategy='ignore' or 'warn' to leave such "
+                                 f"entries out, or 'disable' to let them propagate")
 
-    A float32 sum is finite exactly when every entry is (barring overflow of
-    huge values, which then takes the exact test): one cheap pass per input.
+
+def check_sum(name: str, names, total: torch.Tensor, *inputs) -> None:
+    """The eager check inside an ``update`` that sums its inputs anyway: a non-finite ``total`` (a batch sum
+    the update computed, 1 small op) means a non-finite input; the state is untouched since nothing is returned."""
+    if not math.isfinite(total.sum()):
+        raise_nonfinite(name, names, *inputs)
+
+
+def finite_check(name: str, names=("preds", "target")):
+    """The eager check of ``nan_strategy="error"`` (``check=``): raises quoting the non-finite values (CPU, eager).
+
+    A sum is finite when every entry is; only a non-finite sum (or one that
+    overflowed) looks for the values to quote.
     """
 
     def check(*inputs, **kwargs):
-        for arg, x in zip(names, inputs):
-            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() \
-                    and not bool(torch.isfinite(x.sum())):
-                bad = x[~torch.isfinite(x)]
-                if bad.numel():
-                    raise ValueError(f"{name}: {arg} must be finite (nan_strategy='error'); found "
-                                     f"{validation.quote(bad)}. Pass nan_strategy='ignore' or 'warn' to leave "
-                                     f"such entries out, or 'disable' to let them propagate")
+        total = 0.0
+        for x in inputs[:len(names)]:
+            if isinstance(x, torch.Tensor) and x.is_floating_point():
+                total += float(x.sum())  # native-dtype sum: fast; an overflow only costs the exact look below
+        if not math.isfinite(total):
+            raise_nonfinite(name, names, *inputs)
 
     return check
+
+
+def deferred(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether ``update`` must count non-finite entries itself (``nan_strategy="error"``).
+
+    Not where checking is free (CPU tensors, eager mode: `validation.mode`),
+    where the update checks its own batch sums and raises at once; always
+    under compile, vmap, on accelerators and in ``validation.mode("deferred")``.
+    A branch on the mode and devices, never on data, so the update stays
+    traceable. (`validation.eager_check_applies` for the two inputs, inlined:
+    this runs on every update.)
+    """
+    mode = validation.get_mode()
+    if mode != "auto":
+        return mode != "eager"
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
+        return True
+    return not (x.device.type == "cpu" and y.device.type == "cpu"
+                and not torch._is_functional_tensor(x) and not torch._is_functional_tensor(y))
 
 
 def finite_ones(z: torch.Tensor) -> torch.Tensor:
@@ -132,29 +168,23 @@ def nonfinite_columns(z: torch.Tensor) -> torch.Tensor:
 
 
 def flag_nonfinite(inv: validation.Invalid, *zs: torch.Tensor) -> validation.Invalid:
-    """Folds the non-finite entries of float ``(N, K)`` tensors ``zs`` (one update call) into ``inv``.
+    """Folds the non-finite entries of float tensors ``zs`` (one update call) into ``inv``.
 
-    No bool pass over the batch: counts per column from `finite_ones`; the
-    first value is the first non-finite entry of the first column holding one.
+    The deferred path only (accelerators, compile, vmap, ``validation.mode("deferred")``).
+    The first value is picked by reductions (``min`` of the offending positions,
+    then a masked sum), not by gathering at an ``argmax``: under ``vmap`` in a
+    compiled update (bootstrap's one-row states) a gather specializes on the
+    batch size and recompiles every step.
     """
-    n = torch.zeros((), dtype=torch.int64, device=inv.count.device)
-    first = torch.full((), float("nan"), dtype=torch.float64, device=inv.count.device)
-    found = torch.zeros((), dtype=torch.bool, device=inv.count.device)
-    for z in zs:
-        if not z.numel():
-            continue
-        ones = finite_ones(z)
-        per_column = (z.shape[0] - torch.nansum(ones, 0)).to(torch.int64)
-        j = torch.argmax((per_column > 0).to(torch.uint8))
-        row = torch.argmax(torch.isnan(ones.index_select(1, j.reshape(1))[:, 0]).to(torch.uint8))
-        here = per_column.sum()
-        flat = (row * z.shape[1] + j).reshape(1)
-        first = torch.where(found, first, z.reshape(-1).index_select(0, flat)[0].to(torch.float64))
-        found = found | (here > 0)
-        n = n + here
+    values = zs[0].reshape(-1) if len(zs) == 1 else torch.cat([z.reshape(-1) for z in zs])
+    bad = torch.isnan(finite_ones(values))
+    n = validation.count(bad)
+    pos = torch.arange(values.shape[0], device=values.device)
+    k = torch.where(bad, pos, values.shape[0]).amin() if values.numel() else pos.sum()
+    first = torch.where(pos == k, values, 0).sum().to(torch.float64)
     seen = inv.count > 0
     call = torch.where(seen, inv.call, torch.where(n > 0, inv.calls + 1, torch.zeros_like(inv.call)))
-    return validation.Invalid(inv.count + n, torch.where(seen, inv.first, first), call, inv.calls + 1)
+    return validation.Invalid(inv.count + n, torch.where(seen | (n == 0), inv.first, first), call, inv.calls + 1)
 
 
 def row_weights(z: torch.Tensor) -> torch.Tensor:

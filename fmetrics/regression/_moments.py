@@ -97,18 +97,24 @@ def degenerate(n: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor) -> torch.T
     return (n < 2) | (m2 <= n.to(m2.dtype) * scale * scale) | ~torch.isfinite(m2)
 
 
-def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str):
+def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = ()):
     """``state`` (fields ``n, mean, m2[, c_xy], invalid``) after the rows of ``(N, D)`` ``x`` and ``y``.
 
     The two variables are ``(x, y)``, or ``(x, y - x)`` with ``residual``
     (R²'s target and residual ``preds - target``); a ``c_xy`` field gets their
     co-moment. ``mode``: ``"count"`` counts non-finite entries into
     ``state.invalid``, ``"drop"`` also leaves their rows out (0/1 row
-    weights), ``"off"`` does neither (``nan_strategy="disable"``).
+    weights), ``"off"`` does neither (``nan_strategy="disable"``). On CPU in
+    eager mode ``"count"`` instead raises at once when a batch sum is not
+    finite, quoting the values of the ``raw`` inputs (the caller's ``(preds,
+    target)``, named in the message by ``name``).
     """
     rows = x.shape[0]
     if rows == 0:
         return state
+    eager = mode == "count" and not _inputs.deferred(x, y)
+    if eager:  # CPU, eager: the batch sums below tell whether an input is non-finite (then raise)
+        mode = "off"
     cross = len(state) == 5
     acc = state.mean.dtype
     inv = state.invalid
@@ -145,6 +151,8 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str):
         s1 = torch.stack((a.sum(0), b.sum(0)))
         sxy = (a * b).sum(0) if cross else None
         s2 = torch.stack((_inputs.square(a, b).sum(0), _inputs.square(b, a).sum(0)))
+    if eager:
+        _inputs.check_sum(name, ("preds", "target"), s1, *raw)
     count = w.sum().to(torch.int64) if mode == "drop" else rows
     n, mean, w_new = absorb(state.n, count, k, s1)
     fields = [n, mean, torch.addcmul(state.m2 + s2, s1, w_new, value=-1)]

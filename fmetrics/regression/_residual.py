@@ -47,12 +47,11 @@ def family(num_outputs: int, nan_strategy: str, name: str) -> Family:
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        return _moments.update(state, t, p, residual=True, mode=mode)
+        return _moments.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target))
 
     tags = ResidualState(n=None, mean=None, m2=None, invalid=None)
     return Family(name="regression.residual_moments", key=(num_outputs, mode), init=init, update=update,
-                  reductions=tags, merge=_moments.merge, weigh_rows=_moments.weigh_rows,
-                  check=_inputs.finite_check(name) if nan_strategy == "error" else None)
+                  reductions=tags, merge=_moments.merge, weigh_rows=_moments.weigh_rows)
 
 
 def rss(state: ResidualState) -> torch.Tensor:

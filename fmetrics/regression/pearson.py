@@ -43,12 +43,11 @@ def comoments(num_outputs: int, nan_strategy: str, name: str) -> Family:
         preds, target = _inputs.pair(name, preds, target)
         x = _inputs.columns(name, preds, num_outputs, flatten=False)
         y = _inputs.columns(name, target, num_outputs, flatten=False)
-        return _moments.update(state, x, y, residual=False, mode=mode)
+        return _moments.update(state, x, y, residual=False, mode=mode, name=name, raw=(preds, target))
 
     tags = PearsonState(n=None, mean=None, m2=None, c_xy=None, invalid=None)
     return Family(name="regression.comoments", key=(num_outputs, mode), init=init, update=update, reductions=tags,
-                  merge=_moments.merge, weigh_rows=_moments.weigh_rows,
-                  check=_inputs.finite_check(name) if nan_strategy == "error" else None)
+                  merge=_moments.merge, weigh_rows=_moments.weigh_rows)
 
 
 def undefined(name: str, state: PearsonState, nan_strategy: str) -> torch.Tensor:

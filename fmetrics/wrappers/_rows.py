@@ -37,7 +37,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, device_of, merge_fields, tree_map
 
-DECOMPOSABLE = ("sum", "min", "max", "cat")
+DECOMPOSABLE = ("sum", "min", "max", "cat", "invalid")
 
 
 def walk(fn: Callable[..., Any], tags, *trees):
@@ -51,25 +51,54 @@ def walk(fn: Callable[..., Any], tags, *trees):
     return type(first)(*parts) if hasattr(first, "_fields") else type(first)(parts)
 
 
+def _with_invalid(tags, state):
+    """``tags`` with ``None`` replaced by ``"invalid"`` where the field is a `fmetrics.validation.Invalid` record.
+
+    The deferred record of bad input merges by its own rule (`validation.invalid_merge`)
+    and is weighted like a count (`weigh_invalid`), so it does not make a metric merge-only.
+    """
+    if tags is None:
+        return "invalid" if isinstance(state, validation.Invalid) else None
+    if isinstance(tags, str):
+        return tags
+    if isinstance(tags, dict):
+        return {k: _with_invalid(tags[k], state[k]) for k in tags}
+    parts = [_with_invalid(t, x) for t, x in zip(tags, state)]
+    return type(tags)(*parts) if hasattr(tags, "_fields") else type(tags)(parts)
+
+
 def decomposable_tags(wrapper: str, metric: Metric):
     """The metric's reduction tags if it is row-decomposable, else ``None`` (rows are then weighted by merges).
 
-    Raises `ValueError` for a metric that is neither: one with a ``cat`` field
-    next to a field only ``merge`` knows.
+    A `validation.Invalid` field (tag ``None``) is weighted by its own rule and
+    tagged ``"invalid"`` in the returned tags. Raises `ValueError` for a metric
+    that is neither: one with a ``cat`` field next to a field only ``merge`` knows.
     """
     if not isinstance(metric, Metric):
         raise validation.fail(wrapper, "metric", "a fmetrics.Metric", type(metric).__name__)
     tags = metric.reductions
     found = []
     if tags is not None:
+        tags = _with_invalid(tags, metric.init())
         walk(lambda tag, _: found.append(tag), tags, metric.init())
     if tags is not None and all(t in DECOMPOSABLE for t in found):
         return tags
     if "cat" in found:
         raise validation.fail(
-            wrapper, "metric", f"a metric whose `reductions` tag every field one of {DECOMPOSABLE}, or that has "
+            wrapper, "metric", f"a metric whose `reductions` tag every field one of {DECOMPOSABLE[:4]}, or that has "
             "no 'cat' field (its rows are then weighted by repeated merges)", f"{metric.name!r} tags {tags}")
     return None
+
+
+def weigh_invalid(rows: validation.Invalid, weights: torch.Tensor) -> validation.Invalid:
+    """Deferred records of ``B`` one-row states weighted ``(R, B)``: per replicate, one update call whose
+    offending entries are the rows' ``weights`` times over (the first from the first such row)."""
+    count = (weights.to(torch.int64) * rows.count).sum(-1)
+    picked = (weights > 0) & (rows.count > 0)
+    first = rows.first[torch.argmax(picked.to(torch.uint8), dim=-1)]
+    bad = count > 0
+    one = torch.ones_like(count)
+    return validation.Invalid(count, torch.where(bad, first, torch.nan), torch.where(bad, one, 0 * one), one)
 
 
 def has_cat(tags, state) -> bool:
@@ -127,6 +156,9 @@ def add_rows(tags, state, rows, weight: torch.Tensor):
     def leaf(tag, s, d):
         if tag == "cat":
             return None if s is None else tuple(s) + ((d,) if d is not None else ())
+        if tag == "invalid":
+            one = weigh_invalid(d, weight.unsqueeze(0))
+            return validation.invalid_merge(s, tree_map(lambda x: x[0], one))
         if tag == "sum":
             acc = accum_dtype(d.device)
             total = torch.tensordot(weight.to(acc), d.to(acc), dims=1)
@@ -204,6 +236,8 @@ def add_rows_stacked(tags, stacked, rows, weights: torch.Tensor):
     def leaf(tag, s, d):
         if tag == "cat":
             return s
+        if tag == "invalid":  # elementwise ops: the stacked records merge replicate by replicate
+            return validation.invalid_merge(s, weigh_invalid(d, weights))
         if tag == "sum":
             total = next(totals).reshape(s.shape)
             return s + (total.round() if not s.is_floating_point() else total).to(s.dtype)
@@ -246,12 +280,22 @@ def stack_init(metric: Metric, tags, n: int):
     """``n`` stacked copies of ``init()``; cat fields stay ``()`` (shared rows)."""
     if tags is None:
         return tree_map(lambda x: x.expand(n, *x.shape).clone(), metric.init())
-    return walk(lambda tag, x: x if tag == "cat" else x.expand(n, *x.shape).clone(), tags, metric.init())
+    return walk(lambda tag, x: x if tag == "cat" else tree_map(lambda v: v.expand(n, *v.shape).clone(), x), tags,
+                metric.init())
 
 
 def stacked_merge(metric: Metric, tags):
     """Merge of two stacked states, replicate by replicate."""
-    return merge_fields(tags) if tags is not None else torch.func.vmap(metric.merge)
+    if tags is None:
+        return torch.func.vmap(metric.merge)
+    plain = merge_fields(walk(lambda tag, _: "sum" if tag == "invalid" else tag, tags, metric.init()))
+
+    def merge(a, b):
+        merged = plain(a, b)  # "invalid" fields (elementwise record ops) are replaced below
+        return walk(lambda tag, m, x, y: validation.invalid_merge(x, y) if tag == "invalid" else m,
+                    tags, merged, a, b)
+
+    return merge
 
 
 def cat_rows(chunks: tuple, dim: int = 0) -> Optional[torch.Tensor]:
@@ -267,6 +311,8 @@ def select(tags, stacked, index: int, counts: Optional[torch.Tensor], rows_stack
         return tree_map(lambda x: x[index], stacked)
 
     def leaf(tag, s):
+        if tag == "invalid":
+            return tree_map(lambda x: x[index], s)
         if tag != "cat":
             return s[index]
         rows = cat_rows(s, dim=1 if rows_stacked else 0)

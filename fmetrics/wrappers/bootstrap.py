@@ -129,7 +129,9 @@ def bootstrap(
             counts = _draws.poisson1_counts(keys, num_samples, dtype)
         else:
             counts = _draws.multinomial(_draws.replicate_hashes(keys, num_samples), dtype)
-        bits = 3 if poisson else n.bit_length()  # the largest count: 7 (Poisson table) or n
+        # the largest count, for weighting by merges only: 7 (Poisson table) or n (not read otherwise, so a
+        # compiled update does not specialize on the batch size's bit length)
+        bits = 3 if poisson else n.bit_length() if tags is None else 0
         replicates = _rows.add_rows_shared(metric, tags, state.replicates, inputs, kwargs, counts, bits)
         stored = state.rows
         if keeps_rows:

@@ -165,6 +165,27 @@ def _cos(p, t):
     return np.diag(skm.pairwise.cosine_similarity(_np(p), _np(t)))
 
 
+def _nan_pairs(seed):
+    """``_pairs`` with NaN / inf in a few entries of both inputs (for ``nan_strategy="ignore"``)."""
+    g = torch.Generator().manual_seed(100 + seed)
+    out = []
+    for p, t in _pairs(seed):
+        p, t = p.clone(), t.clone()
+        p[torch.rand(p.shape, generator=g) < 0.15] = float("nan")
+        t[torch.rand(t.shape, generator=g) < 0.1] = float("inf")
+        out.append((p, t))
+    return out
+
+
+def _finite(fn):
+    """Applies a 1-d oracle to the pairs where both values are finite."""
+    def ref(p, t):
+        p, t = _np(p), _np(t)
+        keep = np.isfinite(p) & np.isfinite(t)
+        return fn(p[keep], t[keep])
+    return ref
+
+
 SORTED = {"canonical": lambda v: torch.sort(torch.as_tensor(v).reshape(-1)).values}  # per-row values: order-free
 
 CASES = [
@@ -208,8 +229,8 @@ CASES = [
     Case("spearman-multioutput", fm.spearman_corrcoef, {"num_outputs": 2}, lambda s: _pairs(s, d=2),
          reference=_columns(lambda x, y: ss.spearmanr(x, y).statistic)),
     Case("kendall-b-ties", fm.kendall_rank_corrcoef, {}, lambda s: _pairs(s, kind="ties"), reference=_kendall("b")),
-    Case("kendall-a-ties", fm.kendall_rank_corrcoef, {"variant": "a"}, lambda s: _pairs(s, kind="ties"),
-         reference=_kendall("a")),
+    Case("kendall-a-ties", fm.kendall_rank_corrcoef, {"variant": "a"},  # sizes: seeds 0 and 1 tie at SIZES
+         lambda s: _pairs(s, kind="ties", sizes=(12, 1, 20, 0, 9)), reference=_kendall("a")),
     Case("kendall-c-test-greater-multioutput", fm.kendall_rank_corrcoef,
          {"variant": "c", "t_test": True, "alternative": "greater", "num_outputs": 2},
          lambda s: _pairs(s, d=2, kind="ties"), reference=_kendall("c", "greater")),
@@ -232,6 +253,14 @@ CASES = [
            reference=_sk(skm.mean_tweedie_deviance, power=k)) for k in (0.0, 1.0, 1.5, 2.0, 3.0, -1.0)],
     Case("crps", fm.continuous_ranked_probability_score, {}, _ensembles, reference=_crps),
     Case("csi", fm.critical_success_index, {"threshold": 0.5}, lambda s: _pairs(s, d=3), reference=_csi(0.5)),
+    Case("mse-nan-ignore", fm.mean_squared_error, {"nan_strategy": "ignore"}, _nan_pairs,
+         reference=_finite(lambda p, t: skm.mean_squared_error(t, p))),
+    Case("pearson-nan-ignore", fm.pearson_corrcoef, {"nan_strategy": "ignore"}, _nan_pairs,
+         reference=_finite(lambda p, t: ss.pearsonr(p, t).statistic)),
+    Case("r2-nan-ignore", fm.r2_score, {"nan_strategy": "ignore"}, _nan_pairs,
+         reference=_finite(lambda p, t: skm.r2_score(t, p))),
+    Case("spearman-nan-ignore", fm.spearman_corrcoef, {"nan_strategy": "ignore"}, _nan_pairs,
+         reference=_finite(lambda p, t: ss.spearmanr(p, t).statistic)),
     Case("csi-per-sample", fm.critical_success_index, {"threshold": 1.0, "keep_sequence_dim": 0},
          lambda s: _pairs(s, d=3), reference=_csi(1.0, axis=0), check=SORTED),
 ]
