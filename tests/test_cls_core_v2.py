@@ -9,6 +9,7 @@ import torch
 
 import fmetrics
 import fmetrics as fm
+from fmetrics import validation
 import fmetrics.classification as cls
 from fmetrics.classification.curves import _curve
 
@@ -204,3 +205,35 @@ def test_fairness_with_unseen_groups_is_nan_with_a_warning():
         warnings.simplefilter("error")  # every group seen: no warning, a number
         out = fm.demographic_parity(num_groups=2)(torch.tensor([0.9, 0.2, 0.8, 0.7]), torch.tensor([0, 0, 1, 1]))
     assert out == {"DP_0_1": torch.tensor(0.5, dtype=torch.float64)}
+
+
+# ---------------------------------------------------------------------- NaN scores: one O(N) test in update
+
+
+_NAN_ROW = torch.tensor([[0.1, float("nan"), 0.2], [0.1, 0.2, 0.3], [0.5, 0.2, 0.3]])
+
+
+@pytest.mark.parametrize("m", [fm.multiclass_accuracy(num_classes=3), fm.multiclass_f1_score(num_classes=3, top_k=2),
+                               fm.multiclass_confusion_matrix(num_classes=3), fm.multiclass_exact_match(num_classes=3),
+                               fm.multiclass_stat_scores(num_classes=3, multidim_average="samplewise")], ids=repr)
+def test_nan_score_rows_raise_at_once_without_a_pass_over_the_scores(monkeypatch, m):
+    from fmetrics.classification import _format
+
+    sums = []
+    monkeypatch.setattr(_format, "_quote_nan", lambda *a: sums.append(a))  # the eager check's full pass
+    preds, target = _NAN_ROW, torch.tensor([0, 1, 2])
+    if "samplewise" in repr(m):
+        preds, target = preds.unsqueeze(-1), target.unsqueeze(-1)
+    s = m.init()
+    with pytest.raises(ValueError, match=rf"{m.name}: preds must not be NaN; found nan \(1 row\)"):
+        m.update(s, preds, target)
+    assert sums == []  # found from the top score in update, O(N), not by summing the N x C scores
+    with validation.mode("deferred"):  # as on an accelerator: counted, raised by finalize, good rows kept
+        s = m.update(m.init(), preds, target)
+    with pytest.raises(ValueError, match="1 input entry broke the rule"):
+        m.finalize(s)
+
+
+def test_a_nan_row_under_ignore_index_is_left_out_quietly():
+    m = fm.multiclass_accuracy(num_classes=3, average="micro", ignore_index=0)
+    assert float(m(_NAN_ROW, torch.tensor([0, 2, 0]))) == 1.0

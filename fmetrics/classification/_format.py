@@ -104,7 +104,7 @@ def _quote_labels(name: str, arg: str, x: torch.Tensor, num: int, ignore_index) 
         bad = ~((x >= 0) & (x < num) & (x == x.floor()))
     else:
         lo, hi = torch.aminmax(x)
-        if lo >= 0 and hi < num:
+        if lo.item() >= 0 and hi.item() < num:  # eager CPU: Python scalars cost less than 0-d tensor ops
             return
         bad = (x < 0) | (x >= num)
     if ignore_index is not None:
@@ -115,14 +115,18 @@ def _quote_labels(name: str, arg: str, x: torch.Tensor, num: int, ignore_index) 
 
 
 def _quote_nan(name: str, preds: torch.Tensor, target, ignore_index) -> None:
-    if preds.numel() == 0 or bool(torch.isfinite(preds.sum())):  # one reduction settles the common case
+    if preds.numel() == 0 or math.isfinite(preds.sum().item()):  # one reduction settles the common case
         return
     nan = torch.isnan(preds)
     if ignore_index is not None and isinstance(target, torch.Tensor) and target.shape == preds.shape:
         nan &= target != ignore_index
-    n = int(nan.sum())
+    _raise_nan(name, int(nan.sum()), "entr")
+
+
+def _raise_nan(name: str, n: int, unit: str) -> None:
     if n:
-        raise ValueError(f"{name}: preds must not be NaN; found nan ({n} entr{'y' if n == 1 else 'ies'})")
+        plural = {"entr": ("y", "ies"), "row": ("", "s")}[unit][n != 1]
+        raise ValueError(f"{name}: preds must not be NaN; found nan ({n} {unit}{plural})")
 
 
 def _multiclass_scores(preds: torch.Tensor, target: torch.Tensor) -> bool:
@@ -133,13 +137,17 @@ def _multiclass_scores(preds: torch.Tensor, target: torch.Tensor) -> bool:
             and preds.shape[2:] == target.shape[1:-1] and preds.shape != target.shape))
 
 
-def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = None):
+def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = None, nan_in_update: bool = False):
     """The eager value check ``check(preds, target, *rest)`` of a metric (see `fmetrics.validation`).
 
     Runs only where checking is free (CPU, eager); raises ``ValueError`` quoting
     the offending values, e.g. ``multiclass_accuracy: target values must be in
     [0, 5); found 5 and 7 (3 entries)``. Cheap on valid input: one ``aminmax``
     per label tensor and one sum per float tensor.
+
+    ``nan_in_update``: multiclass scores are not summed here; the update finds NaN
+    rows from its top score at ``O(N)`` cost and raises itself (`multiclass_inputs`
+    with ``raise_nan``), which saves a pass over the ``N x C`` scores per batch.
     """
     num = 2 if task != "multiclass" else num
 
@@ -151,7 +159,8 @@ def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = No
         _quote_labels(name, "target", target, num, ignore_index)
         scores = preds.is_floating_point() if task != "multiclass" else _multiclass_scores(preds, target)
         if scores:
-            _quote_nan(name, preds, target if task != "multiclass" else None, ignore_index)
+            if not (nan_in_update and task == "multiclass"):
+                _quote_nan(name, preds, target if task != "multiclass" else None, ignore_index)
         else:
             _quote_labels(name, "preds", preds, num, None)
 
@@ -370,13 +379,17 @@ def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: O
 
 
 def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: Optional[int] = None,
-                      samplewise: bool = False, validate: bool = True, top_k: int = 0) -> Formatted:
+                      samplewise: bool = False, validate: bool = True, top_k: int = 0,
+                      raise_nan: bool = False) -> Formatted:
     """Multiclass inputs: scores ``(N, C, M)`` or labels ``(N, M)``; see the module docstring.
 
     ``top_k >= 1`` turns scores into int64 labels ``(N, M)``: ``argmax`` for 1; for ``k > 1`` the
     target when it is among the top ``k`` scores, else the top score (torchmetrics' rule). A row
     holding a NaN then has a NaN top score (``argmax`` / ``topk`` rank NaN first), so NaN rows are
     found at ``O(N)`` cost from the top score instead of a pass over all scores.
+
+    ``raise_nan`` (eager CPU only, where the metric's `checker` ran with ``nan_in_update``): a kept
+    row of scores holding a NaN raises ``ValueError`` here, before any state is built.
     """
     preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
     scores = preds.is_floating_point() and preds.dim() >= 2 and (
@@ -428,6 +441,8 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
             top = idx[:, 0]
             preds = torch.where((idx == tgt.unsqueeze(1)).any(1), tgt, top)
             nan = torch.isnan(scores_.gather(1, top.unsqueeze(1))[:, 0])
+        if raise_nan:
+            _raise_nan(name, int((nan & keep).sum()), "row")
         if validate:
             nan = nan & keep
             keep = keep & ~nan

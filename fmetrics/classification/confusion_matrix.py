@@ -17,7 +17,7 @@ from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.classification._reduce import Counts
 from fmetrics.classification._docs import documented
-from fmetrics.classification.stat_scores import Task, check_task, stat_scores_family
+from fmetrics.classification.stat_scores import Task, check_task, stat_scores_family, value_rule
 from fmetrics.metric import Metric
 from fmetrics.family import Family
 from fmetrics.state import accum_dtype
@@ -52,8 +52,9 @@ def confmat_family(name: str, num: int, ignore_index: Optional[int], validate_ar
         return ConfusionMatrixState(torch.zeros(num, num, dtype=torch.int64), validation.invalid_init())
 
     def update(state, preds, target):
-        count = validate and not validation.eager_check_applies((preds, target), {})
-        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=count, top_k=1)
+        count, raise_nan = value_rule(validate, (preds, target))
+        f = _format.multiclass_inputs(name, preds, target, num, ignore_index, validate=count, top_k=1,
+                                      raise_nan=raise_nan)
         index = (f.target * num + f.preds).reshape(-1)
         bins = torch.zeros(num * num, dtype=torch.int64, device=index.device)
         bins = bins.scatter_add(0, index, f.keep.reshape(-1).long())
@@ -68,7 +69,7 @@ def confmat_family(name: str, num: int, ignore_index: Optional[int], validate_ar
 
     return Family(name="confusion_matrix", key=(num, ignore_index, validate), init=init, update=update,
                   reductions=ConfusionMatrixState(confmat="sum", invalid=None), merge=merge, shared=confmat,
-                  check=_format.checker(name, "multiclass", num, ignore_index) if validate else None)
+                  check=_format.checker(name, "multiclass", num, ignore_index, nan_in_update=True) if validate else None)
 
 
 def confmat_member(name: str, task: str, num: int, finish: Callable[[torch.Tensor], object], *,

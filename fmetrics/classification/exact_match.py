@@ -14,7 +14,7 @@ import torch
 from fmetrics import validation
 from fmetrics.classification import _format
 from fmetrics.classification._docs import documented
-from fmetrics.classification.stat_scores import MultidimAverage, Task, check_task, counting, positive
+from fmetrics.classification.stat_scores import MultidimAverage, Task, check_task, positive, value_rule
 from fmetrics.metric import Metric
 from fmetrics.family import Family
 from fmetrics.state import accum_dtype, cat_chunks
@@ -40,9 +40,10 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
         return ExactMatchState(counts, validation.invalid_init())
 
     def update(state, preds, target):
-        count = counting(validate, (preds, target))
+        count, raise_nan = value_rule(validate, (preds, target))
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k=1)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k=1,
+                                          raise_nan=raise_nan)
             right = (f.preds == f.target) | ~f.keep  # (N, M)
             per_sample = torch.stack([right.all(1).long(), torch.ones_like(right[:, 0], dtype=torch.int64)], -1)
         else:
@@ -72,7 +73,7 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
     tags = ExactMatchState(counts="cat" if samplewise else "sum", invalid=None)
     key = (task, num, threshold, "samplewise" if samplewise else "global", ignore_index, validate)
     fam = Family(name="exact_match", key=key, init=init, update=update, reductions=tags, merge=merge,
-                 check=_format.checker(name, task, num, ignore_index) if validate else None)
+                 check=_format.checker(name, task, num, ignore_index, nan_in_update=True) if validate else None)
     return fam.metric(name, finalize, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
 

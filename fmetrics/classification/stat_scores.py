@@ -115,6 +115,19 @@ def counting(validate: bool, inputs: tuple) -> bool:
     return validate and not validation.eager_check_applies(inputs, {})
 
 
+def value_rule(validate: bool, inputs: tuple) -> tuple:
+    """``(count, raise_nan)`` for an update whose eager check leaves NaN multiclass scores to it.
+
+    ``count``: see `counting`. ``raise_nan``: the eager check ran (CPU, eager), so the update
+    raises on NaN score rows itself (`_format.multiclass_inputs`); never while tracing, where the
+    deferred count takes over (a forced ``validation.mode("eager")`` under compile or vmap).
+    """
+    count = counting(validate, inputs)
+    if validate and not count and (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()):
+        return True, False
+    return count, validate and not count
+
+
 def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5, top_k: int = 1,
                        multidim_average: str = "global", ignore_index: Optional[int] = None,
                        validate_args: bool = True) -> Family:
@@ -143,9 +156,9 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
         return StatScoresState(counts, validation.invalid_init())
 
     def update(state, preds, target):
-        count = counting(validate, (preds, target))
+        count, raise_nan = value_rule(validate, (preds, target))
         if task == "multiclass":
-            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k)
+            f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k, raise_nan)
             counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise)
         else:
             if task == "binary":
@@ -172,7 +185,7 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
 
     key = (task, num, threshold, top_k, "samplewise" if samplewise else "global", ignore_index, validate)
     return Family(name="stat_scores", key=key, init=init, update=update, reductions=tags, merge=merge,
-                  shared=counts, check=_format.checker(name, task, num, ignore_index) if validate else None)
+                  shared=counts, check=_format.checker(name, task, num, ignore_index, nan_in_update=True) if validate else None)
 
 
 def scored(task: str, num: int, score: Callable[[Counts], torch.Tensor], how: str, *,

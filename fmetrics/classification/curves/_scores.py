@@ -142,6 +142,8 @@ class Scores:
     ignore_index: Optional[int]
     validate: bool
     sorted_thresholds: Optional[torch.Tensor] = None
+    # the thresholds per (device, dtype), copied there once: an update never copies a host constant
+    _on_device: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     # ------------------------------------------------------------- update
 
@@ -204,7 +206,8 @@ class Scores:
         keep = keep.expand(scores.shape)
         thr = self.sorted_thresholds
         dtype = torch.promote_types(scores.dtype, thr.dtype)
-        bucket = torch.searchsorted(thr.to(scores.device, dtype), scores.to(dtype).contiguous(), right=True)
+        bucket = torch.searchsorted(self._thresholds_on(scores.device, dtype), scores.to(dtype).contiguous(),
+                                    right=True)
         width = thr.shape[0] + 1
         col = torch.arange(scores.shape[1], device=scores.device) * width
         index = ((bucket + col) * 2 + labels.long()).reshape(-1)
@@ -212,6 +215,25 @@ class Scores:
         hist = hist.scatter_add(0, index, keep.reshape(-1).long()).reshape(state.hist.shape)
         soft = validation.count((scores != 0) & (scores != 1) & keep)
         return BinnedState(state.hist + hist, state.soft + soft, invalid)
+
+    def _thresholds_on(self, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+        """The sorted thresholds as ``dtype`` on ``device``, without a host sync in ``update``.
+
+        On an accelerator they are copied once per (device, dtype), from pinned memory without blocking
+        (a plain host-to-device copy synchronizes), and kept; a traced update copies them in its graph.
+        """
+        thr = self.sorted_thresholds
+        if thr.device == device:
+            return thr.to(dtype)
+        if torch.compiler.is_compiling():
+            return thr.to(device, dtype)
+        key = (device, dtype)
+        if key not in self._on_device:
+            host = thr.to(dtype).contiguous()
+            if device.type == "cuda":
+                host = host.pin_memory()
+            self._on_device[key] = host.to(device, non_blocking=device.type == "cuda")
+        return self._on_device[key]
 
     # ------------------------------------------------------------- finalize
 
