@@ -194,11 +194,20 @@ class Metric:
     # ------------------------------------------------------------ derived metrics
 
     def replace(self, **changes) -> "Metric":
-        """A copy with some fields replaced (``name=...``, ``finalize=...``, ...)."""
+        """A copy with some fields replaced (``name=...``, ``finalize=...``, ...).
+
+        The copy is no longer what the factory call makes, so it drops the
+        recipe (unless ``recipe=`` is given): it prints as a plain `Metric`
+        and pickles by its functions.
+        """
         unknown = set(changes) - set(_FIELDS)
         if unknown:
             raise TypeError(f"Metric.replace: unknown fields {sorted(unknown)}; fields are {_FIELDS}")
         fields = {k: getattr(self, "_" + k) for k in _FIELDS}
+        if "recipe" not in changes:
+            fields["recipe"] = None
+            if self._state_key is None and self._recipe is not None:
+                fields["state_key"] = self.state_key  # keep sharing what the recipe shared
         if "finalize" not in changes and ("shared" in changes or "finish" in changes):
             fields["finalize"] = None
         fields.update(changes)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import weakref
 from typing import Any, Callable, Mapping, NamedTuple
 
 import torch
@@ -67,11 +68,35 @@ def _short(v: Any) -> str:
     return repr(v)
 
 
+def _tensor_key(v: torch.Tensor) -> tuple:
+    """Small tensors by value; large ones by shape, dtype and two moments (the same in every process)."""
+    v = v.detach()
+    if v.numel() <= 64:
+        return ("tensor", str(v.dtype), tuple(v.shape), tuple(v.reshape(-1).cpu().tolist()))
+    x = v.reshape(-1).to(torch.float64) if not v.is_complex() else torch.view_as_real(v).reshape(-1).double()
+    return ("tensor", str(v.dtype), tuple(v.shape), float(x.sum()), float((x * x).sum()))
+
+
+_MODULE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _module_key(m: torch.nn.Module) -> tuple:
+    """A network by its class and weights (deterministic across processes); cached until a weight changes."""
+    tensors = list(m.state_dict(keep_vars=True).items())
+    versions = tuple(t._version for _, t in tensors)
+    cached = _MODULE_KEYS.get(m)
+    if cached is not None and cached[0] == versions:
+        return cached[1]
+    key = ("module", type(m).__qualname__, tuple((name, _tensor_key(t)) for name, t in tensors))
+    _MODULE_KEYS[m] = (versions, key)
+    return key
+
+
 def _hashable(v: Any):
     if isinstance(v, torch.Tensor):
-        return ("tensor", str(v.dtype), tuple(v.shape), tuple(v.detach().reshape(-1).cpu().tolist()))
+        return _tensor_key(v)
     if isinstance(v, torch.nn.Module):
-        return ("module", type(v).__qualname__, id(v))
+        return _module_key(v)
     if isinstance(v, Mapping):
         return ("dict", tuple((k, _hashable(x)) for k, x in v.items()))
     if isinstance(v, (list, tuple)):

@@ -112,7 +112,8 @@ class Invalid(NamedTuple):
 def invalid_init() -> Invalid:
     z = torch.zeros((), dtype=torch.int64)
     # three distinct tensors: fields that alias each other make a compiled update recompile after the first step
-    return Invalid(z, torch.full((), float("nan"), dtype=torch.float64), z.clone(), z.clone())
+    # `first` starts at 0 (read only when count > 0): a NaN would make equal states compare unequal
+    return Invalid(z, torch.zeros((), dtype=torch.float64), z.clone(), z.clone())
 
 
 def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Invalid:

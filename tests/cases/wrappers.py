@@ -20,8 +20,9 @@ from tests.cases import Case
 SIZES = (9, 1, 14, 0, 6)
 
 
+@fm.factory
 def median():
-    """A concatenating-state metric (median of all values), for the wrappers' cat path."""
+    """A concatenating-state metric (median of all values), for the wrappers' cat path (a factory: it pickles)."""
     base = fm.cat(nan_strategy="disable")
 
     def finalize(s):
@@ -141,6 +142,7 @@ def _pair_median_ref(p, t):
     return np.array(out)
 
 
+@fm.factory
 def diff_median():
     """Median of ``preds - target`` over a cat state: two inputs per row (for multioutput's NaN rows)."""
     base = median()
