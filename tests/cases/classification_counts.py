@@ -401,8 +401,8 @@ CASES = [
     Case("hamming_distance-task-multilabel", fm.hamming_distance, {"task": "multilabel", "num_labels": L,
                                                                     "average": "macro"},
          _l, ref_ml_counts(_ham_ml, "macro")),
-    Case("exact_match-task-multiclass", fm.exact_match, {"task": "multiclass", "num_classes": C},
-         lambda s: _m(s, labels=True, extra=(3,)), ref_exact_match_mc),
+    Case("exact_match-task-multiclass", fm.exact_match, {"task": "multiclass", "num_classes": C},  # labels < 2:
+         lambda s: _m(s, labels=True, extra=(3,), num_classes=2), ref_exact_match_mc),  # some rows match in full
     Case("confusion_matrix-task-multiclass-all", fm.confusion_matrix,
          {"task": "multiclass", "num_classes": C, "normalize": "all"}, _m,
          lambda p, t: skm.confusion_matrix(*reversed(mc_np(p, t)), labels=np.arange(C), normalize="all")),

@@ -31,9 +31,13 @@ def _target(g, shape, num=2, ignore=False):
     return torch.where(torch.rand(shape, generator=g) < 0.2, -1, y) if ignore else y
 
 
-def binary(logits=False, ignore=False, extra=()):
+def binary(logits=False, ignore=False, extra=(), signal=0.0):
+    """``signal`` > 0: probabilities ``(1 - signal) * U + signal * target`` (informative scores)."""
     def make(g, n):
         shape = (n, *extra)
+        if signal:
+            y = _target(g, shape, ignore=ignore)
+            return ((1 - signal) * torch.rand(shape, generator=g) + signal * y.clamp_min(0)).round(decimals=1), y
         if logits:
             p = (1 + 3 * torch.rand(shape, generator=g)) * (torch.randint(0, 2, shape, generator=g) * 2 - 1)
         else:
@@ -190,16 +194,17 @@ _CASES = [
          reference=_tm(tmf.multiclass_precision_recall_curve, num_classes=C, average="macro"), check=TM),
     # ------------------------------------------------------------------ operating points
     *[
-        Case(f"{task}_{kind}{suffix}", getattr(fm, f"{task}_{kind}"), {**num, arg: 0.5, **kw}, data,
-             reference=_tm(getattr(tmf, f"{task}_{kind}"), **num, **{arg: 0.5}, **kw), check=TM)
+        Case(f"{task}_{kind}{suffix}", getattr(fm, f"{task}_{kind}"), {**num, arg: level, **kw}, data,
+             reference=_tm(getattr(tmf, f"{task}_{kind}"), **num, **{arg: level}, **kw), check=TM)
         for kind, arg in [("recall_at_fixed_precision", "min_precision"),
                           ("precision_at_fixed_recall", "min_recall"),
                           ("sensitivity_at_specificity", "min_specificity"),
                           ("specificity_at_sensitivity", "min_sensitivity")]
-        for task, num, kw, data, suffix in [
-            ("binary", {}, {}, binary(), ""),
-            ("multiclass", {"num_classes": C}, {"thresholds": 9}, multiclass(), "-binned"),
-            ("multilabel", {"num_labels": L}, {"ignore_index": -1}, multilabel(ignore=True), "-ignore"),
+        # binary: informative scores and a level 0.8 (on noise at 0.5, recall at precision is (1.0, 0.0) on every seed)
+        for task, num, kw, data, suffix, level in [
+            ("binary", {}, {}, binary(signal=0.3), "", 0.8),
+            ("multiclass", {"num_classes": C}, {"thresholds": 9}, multiclass(), "-binned", 0.5),
+            ("multilabel", {"num_labels": L}, {"ignore_index": -1}, multilabel(ignore=True), "-ignore", 0.5),
         ]
     ],
     Case("recall_at_fixed_precision-facade", fm.recall_at_fixed_precision,
