@@ -1,5 +1,6 @@
 """Audio workloads (1 thread): SI-SDR / SNR on 64 signals x 4 s at 16 kHz (float32), BSS-eval SDR on 64 float64
-signals x 4 s (512 taps), PIT (SI-SDR, 4 speakers, 16 mixtures x 4 s) and PESQ (8 signals x 4 s, wide band).
+signals x 4 s (512 taps), PIT (SI-SDR, 4 speakers, 16 mixtures x 4 s), STOI / extended STOI (8 signals x 4 s
+at 16 kHz, against pystoi and torchmetrics, which wraps it) and PESQ (8 signals x 4 s, wide band).
 
 fmetrics' one-shot ``init / update / finalize`` against torchmetrics' functional mean, fast-bss-eval (NumPy)
 for SDR and the pesq package for PESQ.
@@ -89,6 +90,39 @@ def pit(quick: bool, device="cpu"):
     except ImportError:
         pass
     return runs
+
+
+def _stoi_workload(extended: bool):
+    suffix = "_extended" if extended else ""
+
+    @register(f"audio/short_time_objective_intelligibility{suffix}", domain="audio", samples=8,
+              peers=("pystoi", "torchmetrics"), tolerance=1e-4,
+              description=f"{'extended ' if extended else ''}STOI of 8 noisy signals x 4 s at 16 kHz (float32)")
+    def build(quick: bool, device="cpu"):
+        hp, ht = _pair(8, seed=1)
+        p, t = on_device((hp, ht), device)
+        m = fmetrics.audio.short_time_objective_intelligibility(fs=FS, extended=extended)
+        runs = {"fmetrics": fmetrics_run(m, [(p, t)])}
+        try:
+            from pystoi import stoi
+
+            tn, pn = ht.double().numpy(), hp.double().numpy()
+            runs["pystoi"] = lambda: float(np.mean([stoi(a, b, FS, extended) for a, b in zip(tn, pn)]))
+        except ImportError:
+            pass
+        try:
+            import torchmetrics.functional.audio as F
+
+            runs["torchmetrics"] = lambda: F.short_time_objective_intelligibility(p, t, FS, extended).double().mean()
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+_stoi_workload(False)
+_stoi_workload(True)
 
 
 @register("audio/perceptual_evaluation_speech_quality", domain="audio", samples=lambda quick: 2 if quick else 8,

@@ -49,3 +49,22 @@ def test_pit(benchmark):
     value = benchmark(m, p, t)
     want = F.permutation_invariant_training(p, t, F.scale_invariant_signal_distortion_ratio)[0].double().mean()
     torch.testing.assert_close(value, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("extended", [False, True], ids=["stoi", "estoi"])
+def test_stoi(benchmark, extended):
+    pystoi = pytest.importorskip("pystoi")
+    benchmark.group = "audio-short_time_objective_intelligibility"
+    p, t = _pair((4, 32000))
+    value = benchmark(fmetrics.audio.short_time_objective_intelligibility(fs=16000, extended=extended), p, t)
+    want = sum(pystoi.stoi(a, b, 16000, extended) for a, b in zip(t.double().numpy(), p.double().numpy())) / 4
+    assert abs(value.item() - want) < 1e-5
+
+
+def test_pit_si_snr_fast_path(benchmark):
+    benchmark.group = "audio-permutation_invariant_training"
+    p, t = _pair((4, 4, 16000))
+    m = fmetrics.audio.permutation_invariant_training(fmetrics.audio.scale_invariant_signal_noise_ratio())
+    value = benchmark(m, p, t)
+    want = F.permutation_invariant_training(p, t, F.scale_invariant_signal_noise_ratio)[0].double().mean()
+    torch.testing.assert_close(value, want, rtol=1e-4, atol=1e-4)
