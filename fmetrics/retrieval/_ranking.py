@@ -78,7 +78,10 @@ def segment_sum(x: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
 
 
 def _target_bits(target: tuple, binary: bool) -> Optional[int]:
-    """Bits holding every target as a non-negative integer (1 when known binary), or None if some is not one."""
+    """Bits holding every target as an integer (1 when known binary), or None if some is fractional.
+
+    Targets are non-negative here: the shared step raised for any other before ranking.
+    """
     if binary:
         return 1
     high = 0
@@ -88,8 +91,8 @@ def _target_bits(target: tuple, binary: bool) -> Optional[int]:
         if t.dtype == torch.bool:
             high = max(high, 1)
             continue
-        low, top = (float(v) for v in torch.aminmax(t))
-        if low < 0 or (t.is_floating_point() and not bool((t == t.trunc()).all())):
+        top = float(t.max())
+        if t.is_floating_point() and not bool((t == t.trunc()).all()):
             return None
         high = max(high, int(top))
     return max(high.bit_length(), 1)
