@@ -91,9 +91,29 @@ def _poisson1_cdf() -> list[float]:
 
 POISSON1_CDF = _poisson1_cdf()  # P(X <= k) for X ~ Poisson(1), k = 0 .. 18
 # the count for each unsigned 16-bit draw u: #{k : u >= ceil(2^16 * P(X <= k))}
-_COUNTS16 = torch.searchsorted(
-    torch.tensor([math.ceil(c * 2**16) for c in POISSON1_CDF if c * 2**16 < 2**16 - 1], dtype=torch.int64),
-    torch.arange(2**16, dtype=torch.int64), right=True).to(torch.uint8)
+_BOUNDS16 = [math.ceil(c * 2**16) for c in POISSON1_CDF if c * 2**16 < 2**16 - 1]
+_COUNTS16 = torch.searchsorted(torch.tensor(_BOUNDS16, dtype=torch.int64),
+                               torch.arange(2**16, dtype=torch.int64), right=True).to(torch.uint8)
+_COUNTS16_ON: dict = {torch.device("cpu"): _COUNTS16}  # the table per device, built there once
+
+
+def _counts16_built_on(device) -> torch.Tensor:
+    """`_COUNTS16` computed on ``device`` from Python-int bounds: no host-to-device copy (no sync)."""
+    u = torch.arange(2**16, dtype=torch.int32, device=device)
+    table = torch.zeros(2**16, dtype=torch.uint8, device=device)
+    for bound in _BOUNDS16:
+        table += u >= bound
+    return table
+
+
+def counts16(device: torch.device) -> torch.Tensor:
+    """The 2^16-entry count table on ``device`` (built once per device; in a traced update, in its graph)."""
+    table = _COUNTS16_ON.get(device)
+    if table is None:
+        table = _counts16_built_on(device)
+        if not torch.compiler.is_compiling():
+            _COUNTS16_ON[device] = table
+    return table
 
 
 def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch.dtype,
@@ -114,7 +134,7 @@ def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch
     salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
     h = mix(sample_hash.unsqueeze(-1) ^ salt)  # (..., B, groups)
     draws = h.view(torch.uint16)[..., :num_replicates]  # (..., B, R): replicate 4g + j is half j of hash g
-    counts = torch.index_select(_COUNTS16.to(h.device), 0, draws.reshape(-1).to(torch.int32))  # a uint8 table
+    counts = torch.index_select(counts16(h.device), 0, draws.reshape(-1).to(torch.int32))  # a uint8 table
     return counts.reshape(draws.shape).to(dtype).transpose(-1, -2)
 
 

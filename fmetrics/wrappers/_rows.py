@@ -40,6 +40,38 @@ from fmetrics.state import accum_dtype, device_of, merge_fields, tree_map
 DECOMPOSABLE = ("sum", "min", "max", "cat", "invalid")
 
 
+def init_on(metric: Metric, device: Optional[torch.device]):
+    """``metric.init(device)`` without a host-to-device copy on CUDA (a copy synchronizes there).
+
+    ``init()`` builds its leaves on the host; a constant leaf (zeros, an identity like +inf) is rebuilt
+    with ``torch.full`` on the device, an empty one with ``torch.empty``; anything else is copied.
+    On the CPU, and in a traced update, this is ``metric.init(device)``.
+    """
+    if device is None or device.type != "cuda" or torch.compiler.is_compiling():
+        return metric.init(device)
+    return constants_on(metric.init(), device)
+
+
+def constants_on(tree, device: torch.device):
+    """``tree``'s host tensors on ``device``: constant ones built there (``torch.full`` / ``torch.empty``),
+    others copied."""
+
+    def leaf(x):
+        if not isinstance(x, torch.Tensor) or x.device == device:
+            return x
+        if x.device.type == "cpu" and not x.is_complex():
+            if x.numel() == 0:
+                return torch.empty(x.shape, dtype=x.dtype, device=device)
+            with torch._C.DisableTorchFunction():  # reads a fresh host constant: no device sync to report
+                first = x.reshape(-1)[0].item()
+                same = bool(x.isnan().all() if first != first else torch.eq(x, first).all())
+            if same:
+                return torch.full(x.shape, first, dtype=x.dtype, device=device)
+        return x.to(device)
+
+    return tree_map(leaf, tree)
+
+
 def walk(fn: Callable[..., Any], tags, *trees):
     """``fn(tag, *fields)`` for every tagged field of same-layout ``trees``; rebuilds the first tree's layout."""
     if tags is None or isinstance(tags, str):
@@ -124,7 +156,7 @@ def num_rows(wrapper: str, inputs: tuple, kwargs: Optional[dict] = None) -> int:
 
 def row_states(metric: Metric, inputs: tuple, kwargs: dict):
     """The plain one-row states of a batch, stacked on a leading row axis."""
-    init = metric.init(device_of(inputs))
+    init = init_on(metric, device_of(inputs))
     dims = tuple(0 if isinstance(x, torch.Tensor) and x.dim() >= 1 else None for x in inputs)
     rows = tuple(x.unsqueeze(1) if d == 0 else x for x, d in zip(inputs, dims))
     return torch.func.vmap(lambda *r: metric.update(init, *r, **kwargs), in_dims=dims)(*rows)
@@ -136,7 +168,7 @@ def per_row(metric: Metric, tags, inputs: tuple, kwargs: dict):
     Sum fields hold each row's increment, min/max fields each row's state and
     cat fields each row's chunk ``(B, k, ...)`` (``k`` entries per row).
     """
-    one, init = row_states(metric, inputs, kwargs), metric.init(device_of(inputs))
+    one, init = row_states(metric, inputs, kwargs), init_on(metric, device_of(inputs))
 
     def leaf(tag, x, x0):
         if tag == "cat":  # None when the update appends no chunk (e.g. a wrapper's unused row field)
@@ -192,7 +224,7 @@ def merge_rows(metric: Metric, stacked, rows, weights: torch.Tensor, bits: int):
         return tree_map(lambda x: x.reshape(*lead, *x.shape[2:]), tree)
 
     count = weights.to(torch.int64).reshape(r * n)
-    empty = tree_map(lambda x: x.expand(r * n, *x.shape).clone(), metric.init(device_of(rows)))
+    empty = tree_map(lambda x: x.expand(r * n, *x.shape).clone(), init_on(metric, device_of(rows)))
     total, power = empty, rows
     for j in range(bits):
         wide = tree_map(lambda x: x.expand(r, *x.shape).reshape(r * n, *x.shape[1:]), power)

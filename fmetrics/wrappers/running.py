@@ -6,6 +6,7 @@ from typing import NamedTuple
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.state import device_of, fold
+from fmetrics.wrappers._rows import init_on
 from fmetrics.recipe import factory
 
 
@@ -55,7 +56,7 @@ def running(metric: Metric, *, window: int = 5) -> Metric:
         return RunningState(tuple(metric.init() for _ in range(window)))
 
     def update(state, *inputs, **kwargs):
-        step = metric.update(metric.init(device_of((inputs, kwargs))), *inputs, **kwargs)
+        step = metric.update(init_on(metric, device_of((inputs, kwargs))), *inputs, **kwargs)
         return RunningState(tuple(state.slots[1:]) + (step,))
 
     def merge(a, b):
