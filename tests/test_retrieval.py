@@ -92,16 +92,16 @@ def test_empty_input_is_nan_with_a_warning():
     # docs/conventions.md: no samples -> the value is undefined: NaN, with a UserWarning naming the metric
     for m in (fm.retrieval_map(), fm.retrieval_normalized_dcg(top_k=3), fm.retrieval_auroc(),
               fm.retrieval_map(ignore_index=-1)):
-        with pytest.warns(UserWarning, match=f"{m.name}: no rows were seen"):
+        with pytest.warns(UserWarning, match=f"{m.name}: no samples were seen \(empty input\)"):
             assert math.isnan(m.finalize(m.init()).item())
-    with pytest.warns(UserWarning, match="no rows"):  # every row ignored is empty input too
+    with pytest.warns(UserWarning, match="no samples were seen"):  # every row ignored is empty input too
         assert math.isnan(fm.retrieval_mrr(ignore_index=-1)(T([.1, .2]), T([-1, -1]), T([0, 1])).item())
-    with pytest.warns(UserWarning, match="no rows"):
+    with pytest.warns(UserWarning, match="no samples were seen"):
         assert fm.retrieval_mrr(aggregation="none")(T([]), T([]), T([], dtype=torch.long)).shape == (0,)
-    with pytest.warns(UserWarning, match="no rows"):
+    with pytest.warns(UserWarning, match="no samples were seen"):
         p, r, k = fm.retrieval_precision_recall_curve(max_k=2)(T([]), T([]), T([], dtype=torch.long))
     assert torch.isnan(p).all() and torch.isnan(r).all() and k.tolist() == [1, 2]
-    with pytest.warns(UserWarning, match="no rows"):
+    with pytest.warns(UserWarning, match="no samples were seen"):
         r, k = fm.retrieval_recall_at_fixed_precision(max_k=2)(T([]), T([]), T([], dtype=torch.long))
     assert math.isnan(r.item()) and k.item() == 2
 

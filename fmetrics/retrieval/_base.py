@@ -132,7 +132,7 @@ def start(name: str, ranked: Ranked, binary: bool) -> Ranking:
     if binary:
         validation.invalid_report(name, _state.RULE_BINARY, ranked.non_binary)
     if ranked.ranking.n == 0:
-        warnings.warn(f"{name}: no rows were seen (empty input); the value is undefined and set to NaN",
+        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
                       UserWarning, stacklevel=4)
     return ranked.ranking
 
