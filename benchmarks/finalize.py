@@ -1,0 +1,144 @@
+"""Finalize of concatenating states against the sort floor: 2e7 rows in 200 chunks (2e6 in 20 with --quick).
+
+Each workload builds one state once (``init`` and 200 ``update`` calls of 10^5
+rows, not timed) and times only ``finalize``: exact binary AUROC, Spearman's
+rho, NDCG@10 over 20 rows per query. The reference row, ``torch.sort``, is one
+sort of as many int64 keys as the state has rows, measured in the same run
+(a copy of random keys, sorted in place by numpy on CPU as fmetrics does, or
+``torch.sort`` elsewhere). The issue's target: finalize <= 2x that sort.
+
+Both contenders return the number of rows as their value (the sort has no
+metric value); the metric's value is in the extra column, beside
+``peak MB``: the growth of the process's peak resident memory during the call
+(Linux: ``/proc/self/clear_refs`` resets the peak; the state's own bytes are
+in ``state MB``). On a device the peak is ``torch.cuda.max_memory_allocated``.
+"""
+from __future__ import annotations
+
+import torch
+
+import fmetrics
+from benchmarks.registry import Measured, on_device, register
+
+CHUNK = 100_000
+
+
+def _rows(quick: bool) -> int:
+    return 2_000_000 if quick else 20_000_000
+
+
+def _rss_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _exact_rss() -> None:
+    """Large blocks (>= 128 KiB) mmapped and returned on free (glibc's dynamic threshold off), so RSS tracks use.
+
+    Otherwise glibc keeps freed blocks of up to 32 MiB in its heap and a later
+    allocation reuses them without growing the resident set.
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def _peak_growth(fn, device):
+    """``(fn(), growth of peak memory in MB during the call)``; None where it cannot be measured."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        out = fn()
+        torch.cuda.synchronize(device)
+        return out, (torch.cuda.max_memory_allocated(device) - before) / 2**20
+    _exact_rss()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
+    except OSError:
+        return fn(), None
+    before = _rss_kb("VmRSS")
+    out = fn()
+    peak = _rss_kb("VmHWM")
+    return out, None if before is None or peak is None else max(peak - before, 0) / 1024
+
+
+def _state_mb(state) -> float:
+    leaves = torch.utils._pytree.tree_leaves(state)
+    return sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor)) / 2**20
+
+
+def _contenders(metric, batches, n: int, device):
+    metric = metric.to(device)
+    state = metric.init(device)
+    for batch in batches:
+        state = metric.update(state, *batch)
+    del batches
+    state_mb = _state_mb(state)
+
+    def finalize():
+        value, peak = _peak_growth(lambda: metric.finalize(state), device)
+        value = float(value) if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+        return Measured(n, extra={"value": value, "peak MB": peak, "state MB": state_mb})
+
+    keys = torch.randint(-(2**62), 2**62, (n,), generator=torch.Generator().manual_seed(1)).to(device)
+
+    def sort():
+        def run():
+            k = keys.clone()
+            if device.type == "cpu":
+                k.numpy().sort()
+                return k
+            return torch.sort(k).values
+        _, peak = _peak_growth(run, device)
+        return Measured(n, extra={"peak MB": peak, "state MB": n * 8 / 2**20})
+
+    return {"fmetrics": finalize, "torch.sort": sort}
+
+
+def _register(name: str, doc: str):
+    def deco(build):
+        @register(f"finalize/{name}", domain="finalize", samples=_rows, peers=("torch.sort",), description=doc)
+        def workload(quick: bool, device="cpu"):
+            n = _rows(quick)
+            metric, batches = build(n)
+            return _contenders(metric, on_device(batches, device), n, torch.device(device))
+        return build
+    return deco
+
+
+@_register("binary_auroc", "exact binary AUROC finalize over a 2e7-row state (200 chunks) vs one sort of 2e7 keys")
+def _auroc(n: int):
+    g = torch.Generator().manual_seed(0)
+    target = (torch.rand(n, generator=g) < 0.3).long()
+    preds = torch.rand(n, generator=g) + 0.5 * target
+    return fmetrics.binary_auroc(), list(zip(preds.split(CHUNK), target.split(CHUNK)))
+
+
+@_register("spearman_corrcoef", "Spearman rho finalize over 2e7 float32 pairs (200 chunks) vs one sort of 2e7 keys")
+def _spearman(n: int):
+    g = torch.Generator().manual_seed(0)
+    target = torch.randn(n, generator=g)
+    preds = 0.8 * target + 0.6 * torch.randn(n, generator=g)
+    return fmetrics.spearman_corrcoef(), list(zip(preds.split(CHUNK), target.split(CHUNK)))
+
+
+@_register("retrieval_ndcg", "NDCG@10 finalize over 2e7 rows, 20 per query, shuffled (200 chunks) vs one sort")
+def _ndcg(n: int):
+    g = torch.Generator().manual_seed(0)
+    indexes = torch.randperm(n, generator=g) // 20
+    preds = torch.rand(n, generator=g)
+    target = torch.randint(0, 4, (n,), generator=g) * (torch.rand(n, generator=g) < 0.3)
+    return (fmetrics.retrieval_normalized_dcg(top_k=10),
+            list(zip(preds.split(CHUNK), target.split(CHUNK), indexes.split(CHUNK))))
+
