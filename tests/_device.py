@@ -22,6 +22,7 @@ import torch
 from fmetrics import state as state_lib
 from fmetrics.metric import Metric
 
+DEVICE_BLIND = ("compile", "compile epoch")  # not rerun on a device: dynamo traces on the host, device-blind
 HOST_INPUT_REASON = ("host-input metric (metric.host_input, DESIGN §2.5): its update works on Python data on "
                      "the host, so it has no device law to check")
 

@@ -6,11 +6,10 @@
 import pytest
 
 from fmetrics.testing import LAWS, check_metric
-from tests._device import HOST_INPUT_REASON, on_device
+from tests._device import DEVICE_BLIND, HOST_INPUT_REASON, on_device
 from tests.cases import all_cases
 
 CASES = all_cases()
-DEVICE_BLIND = ("compile", "compile epoch")  # not rerun by ``--device cuda`` (dynamo traces on the host)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
