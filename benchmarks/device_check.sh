@@ -48,7 +48,7 @@ echo "law runner exit $?" >> "$OUT/laws.txt"
 sed -n '/^CUDA law suite:/,$p' "$OUT/laws.txt" | head -80
 
 echo "== benchmarks --device cuda --quick at $(elapsed)s" | tee "$OUT/bench.txt"
-ONLY="aggregation/,audio/,classification/,clustering/,nominal/,regression/,retrieval/,segmentation/,wrappers/,detection/"
+ONLY="aggregation/,audio/,classification/,finalize/,clustering/,nominal/,regression/,retrieval/,segmentation/,wrappers/,detection/"
 timeout -s INT -k 15 170 python -m benchmarks --device cuda --quick --only "$ONLY" \
     --json "$OUT/bench.json" >> "$OUT/bench.txt" 2>&1
 echo "benchmarks exit $?" >> "$OUT/bench.txt"
