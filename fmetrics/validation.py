@@ -121,7 +121,11 @@ def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Inval
     bad = bad.reshape(-1)
     n = count(bad)
     if bad.numel():
-        first = values.reshape(-1).gather(0, torch.argmax(bad.to(torch.uint8)).reshape(1))[0].to(torch.float64)
+        # by reductions (min offending position, masked sum), not a gather at an argmax: under vmap in a
+        # compiled update (bootstrap / grouped one-row states) the gather specialized on the batch size
+        pos = torch.arange(bad.shape[0], device=bad.device)
+        k = torch.where(bad, pos, bad.shape[0]).amin()
+        first = torch.where(pos == k, values.reshape(-1), 0).sum().to(torch.float64)
     else:
         first = inv.first
     seen = inv.count > 0
