@@ -10,11 +10,13 @@ from tests.cases import all_cases
 
 # every domain the package ships (fmetrics.DOMAINS lists them in lookup order), then the wrappers
 DOMAINS = (*(importlib.import_module(f"fmetrics.{d}") for d in fmetrics.DOMAINS), wrappers)
+# the core's public factories (collection; from_output, behind Metric.from_output): cases in tests/cases/core.py
+CORE = (importlib.import_module("fmetrics.collection"), importlib.import_module("fmetrics.metric"))
 
 
 def _factories():
     out = {}
-    for module in DOMAINS:
+    for module in (*DOMAINS, *CORE):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isfunction(obj) and getattr(obj, "__fmetrics_factory__", False):  # not helpers (pit_permutate)
