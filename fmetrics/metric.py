@@ -370,7 +370,7 @@ def _outside_trace():
 
     skip_code(Metric.update.__code__)
     everything = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
-    for fn in (_first_device, _route, _empty_cats, _append, _run_check, validation.check_device,
+    for fn in (_first_device, _route, _detached, _empty_cats, _append, _run_check, validation.check_device,
                validation.eager_check_applies, state_lib.apply_tags):
         set_code_exec_strategy(fn.__code__, everything)
 
