@@ -112,12 +112,13 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     rows = x.shape[0]
     if rows == 0:
         return state
+    inv = state.invalid
     eager = mode == "count" and not _inputs.deferred(x, y)
     if eager:  # CPU, eager: the batch sums below tell whether an input is non-finite (then raise)
         mode = "off"
+        inv = inv._replace(calls=inv.calls + 1)  # the same record as the deferred path keeps
     cross = len(state) == 5
     acc = state.mean.dtype
-    inv = state.invalid
     if x.numel() <= STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
         z = torch.stack((x, y), 1).to(acc)
         if mode != "off":
