@@ -47,7 +47,9 @@ def _exact_rss() -> None:
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        libc.malloc_trim(0)  # free heap pages left by the build go back to the system
     except (OSError, AttributeError):
         pass
 
@@ -61,7 +63,6 @@ def _peak_growth(fn, device):
         out = fn()
         torch.cuda.synchronize(device)
         return out, (torch.cuda.max_memory_allocated(device) - before) / 2**20
-    _exact_rss()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
@@ -92,6 +93,7 @@ def _contenders(metric, batches, n: int, device):
         return Measured(n, extra={"value": value, "peak MB": peak, "state MB": state_mb})
 
     keys = torch.randint(-(2**62), 2**62, (n,), generator=torch.Generator().manual_seed(1)).to(device)
+    _exact_rss()
 
     def sort():
         def run():

@@ -171,12 +171,15 @@ class Ranking:
                 torch.cat(preds), torch.cat(indexes), last=t > 0)
             self.gains = t[order].to(torch.float64)
             self.gain_levels = None
+        self.packed = bits is not None
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         torch.ne(q[1:], q[:-1], out=new_query[1:])
         self._new_query = new_query
         self.starts = positions(new_query)
         self.num_queries = self.starts.shape[0]
         self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
+        if self.packed and n and int(q[-1]) + 1 == self.num_queries:
+            self.query = q  # dense query ids: the key's query field is the query's position (no cumsum)
 
     @cached_property
     def _tie_key(self) -> torch.Tensor:
@@ -236,9 +239,56 @@ class Ranking:
         return out.index_add(0, query, values)
 
     @cached_property
+    def level_counts(self) -> Optional[torch.Tensor]:
+        """Per query and gain level ``0..gain_levels``: the row counts (int64, ``(num_queries, gain_levels + 1)``).
+
+        One histogram over the packed keys' ``(query, target)`` fields; None without packed keys
+        or when the histogram would be larger than 4 slots per row.
+        """
+        levels = self.gain_levels
+        if not self.packed or self.num_queries * (levels + 1) > 4 * max(self.n, 1):
+            return None
+        bits, size = self._bits, self.num_queries * (levels + 1)
+        if _on_host(self._key):
+            key, query = self._key.numpy(), self.query.numpy()
+            slot = query << bits
+            slot |= key & levels
+            return torch.from_numpy(np.bincount(slot, minlength=size)).reshape(-1, levels + 1)
+        slot = (self.query << bits) | (self._key & levels)
+        return torch.bincount(slot, minlength=size).reshape(-1, levels + 1)
+
+    @cached_property
     def num_relevant(self) -> torch.Tensor:
         """Per query: rows with target > 0 (int64)."""
+        counts = self.level_counts
+        if counts is not None:
+            return self.sizes - counts[:, 0]
         return self.per_query(self.relevant)  # cumsum of bool counts in int64
+
+    def top(self, k: int):
+        """The rows ranked ``< k`` within their query, query by query: ``(rows, query, rank)`` (O(queries * k))."""
+        size = self.sizes.clamp(max=k)
+        query = torch.repeat_interleave(torch.arange(self.num_queries, device=size.device), size)
+        first = torch.cumsum(size, 0).sub_(size)
+        rank = torch.arange(query.shape[0], device=size.device).sub_(first.index_select(0, query))
+        return self.starts.index_select(0, query).add_(rank), query, rank
+
+    def tie_after(self, rows: torch.Tensor) -> bool:
+        """Whether some of ``rows`` ties with the next row (same query, equal score): a host read."""
+        if rows.shape[0] == 0:
+            return False
+        after = (rows + 1).clamp_(max=self.n - 1)
+        if self.packed:
+            same = ((self._key.index_select(0, rows) ^ self._key.index_select(0, after)) >> self._bits) == 0
+        else:
+            same = self._tie_key.index_select(0, rows) == self._tie_key.index_select(0, after)
+        return bool((same & (rows + 1 < self.n)).any())
+
+    def gains_at(self, rows: torch.Tensor) -> torch.Tensor:
+        """The float64 gains of ``rows``."""
+        if self.packed:
+            return (self._key.index_select(0, rows) & ((1 << self._bits) - 1)).to(torch.float64)
+        return self.gains.index_select(0, rows)
 
 
 def rank(state: RetrievalState, ignore_index: Optional[int]) -> Ranking:

@@ -42,6 +42,9 @@ def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
     """
     cumulative = torch.cat([discount.new_zeros(1), torch.cumsum(discount[:-1], 0)])
     levels = r.gain_levels
+    if r.level_counts is not None:  # the histogram of the packed keys
+        at_least = r.level_counts[:, 1:].flip(1).cumsum(1)
+        return cumulative[at_least.clamp(max=discount.shape[0] - 1)].sum(1)
     if levels is not None and r.num_queries * levels <= 4 * r.n:
         if levels <= 1:
             return cumulative[r.num_relevant.clamp(max=discount.shape[0] - 1)]
@@ -101,7 +104,12 @@ def retrieval_normalized_dcg(
 
     def per_query(r: Ranking) -> torch.Tensor:
         discount = _discount_table(r, top_k)
-        dcg = r.per_query(_tie_averaged_gains(r) * discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1)))
+        rows = r.top(top_k) if top_k is not None else None
+        if rows is not None and not r.tie_after(rows[0]):  # only the top rows, none tied
+            gain = r.gains_at(rows[0]).mul_(discount.index_select(0, rows[2]))
+            dcg = torch.zeros(r.num_queries, dtype=torch.float64, device=gain.device).index_add_(0, rows[1], gain)
+        else:
+            dcg = r.per_query(_tie_averaged_gains(r) * discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1)))
         idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
