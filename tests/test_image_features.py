@@ -65,6 +65,79 @@ def test_fid_keep_real_and_parameters_move():
     assert fid.to("cpu").params["feature"] is not None
 
 
+def test_frechet_distance_tiled_path_matches_scipy_sqrtm():
+    """d > 512 takes the tiled lower-triangle congruence ``L^T S2 L`` (only the lower triangle is formed)."""
+    d, n = 600, 900
+    g = torch.Generator().manual_seed(3)
+    mix = torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5
+    fr = torch.randn(n, d, generator=g, dtype=torch.float64) @ mix
+    ff = torch.randn(n, d, generator=g, dtype=torch.float64) @ mix * 1.1 + 0.05
+    s1, s2 = torch.cov(fr.T), torch.cov(ff.T)
+    factor = torch.linalg.cholesky(s1)
+    lower = feat._congruence_lower(factor, s2)
+    full = factor.T @ s2 @ factor
+    assert torch.allclose(torch.tril(lower), torch.tril(full), rtol=1e-12, atol=1e-10)
+    got = float(feat.frechet_distance(fr.mean(0), s1, ff.mean(0), s2))
+    want = _sqrtm_fid(fr.numpy(), ff.numpy())
+    assert abs(got - want) <= 1e-6 * abs(want), (got, want)
+
+
+def _fid_run(fid, batches, state=None):
+    s = fid.init() if state is None else state
+    for x, real in batches:
+        s = fid.update(s, x, real)
+    return s
+
+
+def test_keep_real_is_reset_real_features_false():
+    """``reset_real_features=False`` in torchmetrics = the next run starts from ``keep_real(state)``."""
+    g = torch.Generator().manual_seed(4)
+    real = torch.rand(12, 3, 6, 6, generator=g, dtype=torch.float64) * 255
+    fake1 = torch.rand(9, 3, 6, 6, generator=g, dtype=torch.float64) * 200
+    fake2 = torch.rand(7, 3, 6, 6, generator=g, dtype=torch.float64) * 150 + 40
+    net = _net()
+    fid = fi.frechet_inception_distance(feature=net, reset_real_features=False)
+    assert "reset_real_features=False" in repr(fid)
+    run1 = _fid_run(fid, [(real[:5], True), (fake1, False), (real[5:], True)])
+    before = [t.clone() for t in run1]
+    kept = feat.keep_real(run1)
+    assert all(torch.equal(a, b) for a, b in zip(run1, before))  # pure: run1 unchanged
+    assert int(kept.real_n) == 12 and int(kept.fake_n) == 0
+    assert kept.fake_sum.shape == run1.fake_sum.shape and not kept.fake_sum.any() and not kept.fake_outer.any()
+    assert torch.isnan(fid.finalize(kept))  # no fakes yet
+    run2 = _fid_run(fid, [(fake2, False)], state=kept)
+    fresh = _fid_run(fid, [(real, True), (fake2, False)])
+    assert abs(float(fid.finalize(run2)) - float(fid.finalize(fresh))) <= 1e-9 * float(fid.finalize(fresh))
+    assert abs(float(fid.finalize(run2)) - float(fid.finalize(run1))) > 1.0  # the fakes of run 1 are gone
+    # the kept state merges like any state (ranks that each kept their real shard)
+    merged = fid.merge(feat.keep_real(_fid_run(fid, [(real[:4], True)])), feat.keep_real(_fid_run(fid, [(real[4:], True)])))
+    assert torch.allclose(merged.real_outer, kept.real_outer, rtol=1e-12)
+    # the flag changes no value
+    same = fi.frechet_inception_distance(feature=net)
+    assert float(same.finalize(_fid_run(same, [(real, True), (fake2, False)]))) == float(fid.finalize(fresh))
+
+
+def test_keep_real_for_kid_and_mifid_keeps_real_rows():
+    g = torch.Generator().manual_seed(5)
+    real = torch.rand(8, 4, 1, 1, generator=g, dtype=torch.float64)
+    fake1 = torch.rand(6, 4, 1, 1, generator=g, dtype=torch.float64) + 1
+    fake2 = torch.rand(8, 4, 1, 1, generator=g, dtype=torch.float64) + 0.5
+    flags = torch.tensor([True, False] * 4)
+    for m in (fi.kernel_inception_distance(feature=torch.nn.Flatten(), subsets=2, subset_size=4,
+                                           reset_real_features=False),
+              fi.memorization_informed_frechet_inception_distance(feature=torch.nn.Flatten(),
+                                                                  reset_real_features=False)):
+        mixed = torch.where(flags[:, None, None, None], real, fake2)
+        run1 = _fid_run(m, [(real[:3], True), (fake1, False), (mixed, flags), (real[3:], True)])
+        kept = feat.keep_real(run1)
+        assert sum(int(w.sum()) for w in kept.real) == 12 and all(bool(w.all()) for w in kept.real)
+        run2 = _fid_run(m, [(fake2, False)], state=kept)
+        fresh = _fid_run(m, [(real[:3], True), (real[flags], True), (real[3:], True), (fake2, False)])
+        torch.testing.assert_close(m.finalize(run2), m.finalize(fresh), rtol=1e-12, atol=1e-12)
+    with pytest.raises(TypeError, match="keep_real"):
+        feat.keep_real(fi.inception_score(feature=torch.nn.Flatten()).init())
+
+
 def test_fid_needs_two_per_side_and_clear_errors():
     fid = fi.frechet_inception_distance(feature=_net())
     s = fid.update(fid.init(), torch.rand(1, 3, 6, 6, dtype=torch.float64), True)

@@ -217,8 +217,19 @@ def filter_valid(x: torch.Tensor, kernels: Sequence[Sequence[float]]) -> torch.T
     return x
 
 
-def chunked(fn: Callable, n: int, *xs: torch.Tensor):
-    """``fn(*xs)`` computed over batch chunks of ``n`` images in eager mode (cache-sized work), whole when traced."""
+CHUNK_ELEMENTS = 1 << 18  # per input and chunk: one 3x256x256 image; its four moment planes stay in L2/L3
+
+
+def chunked(fn: Callable, n: Optional[int], *xs: torch.Tensor):
+    """``fn(*xs)`` computed over batch chunks of ``n`` images in eager mode (cache-sized work), whole when traced.
+
+    ``n=None``: as many images as fit in `CHUNK_ELEMENTS` entries per input (at least one). On CPU the
+    filtering is bound by memory traffic: one 3x256x256 image at a time runs ~2x faster than 8 at a time.
+    """
+    if n is None:
+        if xs[0].device.type != "cpu":  # accelerators: one launch per op over the whole batch is faster
+            return fn(*xs)
+        n = max(1, CHUNK_ELEMENTS // max(1, math.prod(xs[0].shape[1:])))
     if _traced() or xs[0].shape[0] <= n:
         return fn(*xs)
     parts = [fn(*c) for c in zip(*(x.split(n) for x in xs))]

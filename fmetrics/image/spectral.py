@@ -329,10 +329,10 @@ def _uqi_sums(a: torch.Tensor, b: torch.Tensor):
     if min(a.shape[2:]) < 11:
         raise ValueError("the universal image quality index needs images of at least 11 x 11")
     kernels = (UQI_TAPS, UQI_TAPS)
-    from fmetrics.image.ssim import moments
-    mp, mt, vp, vt, cov = moments(a, b, kernels)
+    from fmetrics.image.ssim import moment_sums
+    mp, mt, vsum, cov = moment_sums(a, b, kernels)
     eps = torch.finfo(a.dtype).eps
-    q = (4 * cov * mp * mt) / ((vp + vt) * (mp * mp + mt * mt) + eps)
+    q = (4 * cov * mp * mt) / (vsum * (mp * mp + mt * mt) + eps)
     return q.to(torch.float64).sum(dim=(0, 2, 3)), q.shape[2] * q.shape[3]
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Literal, NamedTuple, Optional, Sequence, Union
 
 import torch
-import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.image import _common as c
@@ -68,10 +67,39 @@ def moments(p: torch.Tensor, t: torch.Tensor, kernels):
     return mp + shift, mt + shift, vp, vt, cov
 
 
-def ssim_maps(p, t, kernels, c1, c2):
-    """SSIM and contrast-sensitivity maps (valid windows); ``c1``, ``c2`` broadcast per image."""
-    mp, mt, vp, vt, cov = moments(p, t, kernels)
-    cs = (2 * cov + c2) / (vp + vt + c2)
+def moment_sums(p: torch.Tensor, t: torch.Tensor, kernels):
+    """Local means, the sum of the variances ``s_p^2 + s_t^2`` and the covariance, from four filtered planes.
+
+    SSIM, MS-SSIM and UQI only need the variances' sum, so ``p^2 + t^2`` is filtered as one plane: four
+    filtered planes instead of five (the filtering is the cost). Same shifted moments as `moments`.
+    """
+    nd = len(kernels)
+    dims = tuple(range(2, 2 + nd))
+    shift = t.mean(dim=dims, keepdim=True) if t.numel() else torch.zeros((), dtype=t.dtype, device=t.device)
+    if c._traced():
+        p0, t0 = p - shift, t - shift
+        z = torch.stack((p0, t0, p0 * p0 + t0 * t0, p0 * t0))
+    else:  # eager: the four planes written in place (no temporaries)
+        z = torch.empty((4, *p.shape), dtype=p.dtype, device=p.device)
+        p0, t0 = torch.sub(p, shift, out=z[0]), torch.sub(t, shift, out=z[1])
+        torch.mul(p0, p0, out=z[2]).addcmul_(t0, t0)
+        torch.mul(p0, t0, out=z[3])
+    m = c.filter_valid(z, kernels)
+    mp, mt = m[0], m[1]
+    vsum = m[2] - mp * mp - mt * mt
+    cov = m[3] - mp * mt
+    return mp + shift, mt + shift, vsum, cov
+
+
+def ssim_maps(p, t, kernels, c1, c2, cs_only: bool = False):
+    """SSIM and contrast-sensitivity maps (valid windows); ``c1``, ``c2`` broadcast per image.
+
+    ``cs_only``: ``(None, cs)``, skipping the luminance term (MS-SSIM's coarse levels but the last).
+    """
+    mp, mt, vsum, cov = moment_sums(p, t, kernels)
+    cs = (2 * cov + c2) / (vsum + c2)
+    if cs_only:
+        return None, cs
     lum = (2 * mp * mt + c1) / (mp * mp + mt * mt + c1)
     return lum * cs, cs
 
@@ -179,7 +207,7 @@ def structural_similarity_index_measure(
             vals, maps = per_image(p, t)
             maps = (maps.detach().to(accum_dtype()),)
         else:
-            vals = c.chunked(lambda a, b: per_image(a, b)[0], 8, p, t)
+            vals = c.chunked(lambda a, b: per_image(a, b)[0], None, p, t)
             maps = ()
         vals = vals.detach()
         total = state.total + vals.sum(0, dtype=state.total.dtype)
@@ -212,10 +240,16 @@ DEFAULT_BETAS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
 
 
 def _pool(x: torch.Tensor) -> torch.Tensor:
-    padding = [s % 2 for s in x.shape[2:]]
-    if x.dim() == 4:
-        return F.avg_pool2d(x, kernel_size=2, padding=padding)
-    return F.avg_pool3d(x, kernel_size=2, padding=padding)
+    """2x average pooling of the spatial axes, an odd side zero-padded in front (``F.avg_pool2d(x, 2,
+    padding=side % 2)`` with its zero counted, as pytorch-msssim), by strided pair sums: ~5x faster on CPU."""
+    for axis in range(2, x.dim()):
+        if x.shape[axis] % 2:
+            x = torch.cat((torch.zeros_like(x.narrow(axis, 0, 1)), x), dim=axis)
+        even = [slice(None)] * x.dim()
+        odd = list(even)
+        even[axis], odd[axis] = slice(0, None, 2), slice(1, None, 2)
+        x = x[tuple(even)] + x[tuple(odd)]
+    return x * (0.5 ** (x.dim() - 2))
 
 
 @factory
@@ -291,12 +325,22 @@ def multiscale_structural_similarity_index_measure(
         p, t = c.clamp_range(p, data_range), c.clamp_range(t, data_range)
         c1, c2 = _constants(data_range, p, t, k1, k2, nd)
         dims = tuple(range(2, 2 + nd))
+        per_image = (p.shape[0],) + (1,) * (nd + 1)
+        c1, c2 = torch.broadcast_to(c1, per_image), torch.broadcast_to(c2, per_image)
         parts = []
         for level in range(levels):
-            s, cs = ssim_maps(p, t, kernels, c1, c2)
-            parts.append((s if level == levels - 1 else cs).mean(dim=dims))  # (N, C)
-            if level < levels - 1:
-                p, t = _pool(p), _pool(t)
+            last = level == levels - 1
+
+            def step(a, b, c1_, c2_, last=last):
+                s, cs = ssim_maps(a, b, kernels, c1_, c2_, cs_only=not last)
+                v = (s if last else cs).mean(dim=dims)  # (n, C)
+                return (v,) if last else (v, _pool(a), _pool(b))
+
+            # level by level, each in cache-sized chunks of images (eager): coarse levels take many at once
+            out = c.chunked(step, None, p, t, c1, c2)
+            parts.append(out[0])
+            if not last:
+                p, t = out[1], out[2]
         stack = torch.stack(parts)  # (levels, N, C)
         if normalize == "relu":
             stack = torch.relu(stack)
@@ -305,7 +349,7 @@ def multiscale_structural_similarity_index_measure(
         w = torch.tensor(betas, dtype=stack.dtype, device=stack.device).view(-1, 1, 1)
         return torch.prod(stack ** w, dim=0).mean(dim=1)
 
-    return c.scored(name, lambda p, t: c.chunked(scores, 8, p, t).detach(), reduction, key=("ms_ssim",),
+    return c.scored(name, lambda p, t: scores(p, t).detach(), reduction, key=("ms_ssim",),
                     higher_is_better=True, is_differentiable=True, bounds=(0.0, 1.0))
 
 
@@ -352,9 +396,9 @@ def universal_image_quality_index(
         preds, target = c.images(name, preds, target)
         p, t = c.common_float(preds, target)
         _check_window(name, p, kernels)
-        mp, mt, vp, vt, cov = moments(p, t, kernels)
+        mp, mt, vsum, cov = moment_sums(p, t, kernels)
         eps = torch.finfo(p.dtype).eps
-        return ((4 * cov * mp * mt) / ((vp + vt) * (mp * mp + mt * mt) + eps)).detach()
+        return ((4 * cov * mp * mt) / (vsum * (mp * mp + mt * mt) + eps)).detach()
 
     return c.scored(name, scores, reduction, key=("uqi", sizes, sigmas), empty_shape=(0, 1, 0, 0),
                     higher_is_better=True, is_differentiable=True, bounds=(-1.0, 1.0))
