@@ -87,3 +87,12 @@ def test_fast_path_is_differentiable_and_streams():
     torch.testing.assert_close(pit.finalize(s), pit(p.detach(), t), rtol=1e-12, atol=1e-12)
     want, _ = F.permutation_invariant_training(p.detach(), t, F.scale_invariant_signal_noise_ratio)
     np.testing.assert_allclose(pit(p.detach(), t).item(), want.mean().item(), rtol=1e-9)
+
+
+def test_permutations_built_on_a_device_match_itertools():
+    from fmetrics.audio.pit import _permutations, permutations_built_on
+
+    for s in range(1, 7):
+        want = torch.tensor(list(itertools.permutations(range(s)))).reshape(-1, s)
+        assert torch.equal(_permutations(s, "cpu"), want)
+        assert torch.equal(permutations_built_on(s, "cpu"), want)

@@ -144,3 +144,16 @@ def test_stoi_docstring_example():
     for test in finder.find(S.short_time_objective_intelligibility, globs={"torch": torch, "fmetrics": fmetrics}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 0
+
+
+def test_tables_built_on_a_device_match_the_host_tables():
+    # off the CPU the window, band matrix and resampling filter are computed there by torch ops (no copies)
+    for fs in (8000, 10000, 16000, 44100):
+        hann, bands, plan = S.build_constants(torch.device("cpu"), fs)
+        torch.testing.assert_close(hann, S.HANN, rtol=0, atol=1e-15)
+        assert torch.equal(bands, S.BAND_WEIGHTS)
+        host = S.resample_plan(fs)
+        assert (plan is None) == (host is None)
+        if plan is not None:
+            assert plan[:3] == host[:3]
+            torch.testing.assert_close(plan[3], host[3], rtol=0, atol=1e-15)

@@ -24,6 +24,7 @@ import torch
 from fmetrics import validation
 from fmetrics.audio._mean import check_bool, check_choice, signal_pair
 from fmetrics.metric import Metric
+from fmetrics.wrappers._rows import init_on
 from fmetrics.recipe import factory
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
 
@@ -43,12 +44,31 @@ class PITValues(NamedTuple):
 
 
 def _permutations(s: int, device) -> torch.Tensor:
-    return torch.tensor(list(itertools.permutations(range(s))), dtype=torch.int64, device=device).reshape(-1, s)
+    """All ``s!`` permutations of ``range(s)`` in lexicographic order (``itertools.permutations``' order: ties
+    go to the first), ``(s!, s)`` int64. Off the CPU they are built by torch ops on ``device`` (a pageable
+    host-to-device copy would synchronize a GPU)."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        return torch.tensor(list(itertools.permutations(range(s))), dtype=torch.int64).reshape(-1, s)
+    return permutations_built_on(s, device)
+
+
+def permutations_built_on(s: int, device) -> torch.Tensor:
+    """`_permutations` by torch ops on ``device`` (no host-to-device copy)."""
+    perms = torch.zeros(1, 1, dtype=torch.int64, device=device)[:, :min(s, 1)]
+    for k in range(1, s):  # insert k at every position of the permutations of range(k)
+        new = torch.full((perms.shape[0], 1), k, dtype=torch.int64, device=device)
+        perms = torch.cat([torch.cat([perms[:, :i], new, perms[:, i:]], 1) for i in range(k + 1)], 0)
+    key = torch.zeros(perms.shape[0], dtype=torch.int64, device=device)
+    for i in range(s):
+        key = key * s + perms[:, i]
+    return perms[torch.argsort(key)]
 
 
 def _one_value(metric: Metric):
     def value(p, t):
-        out = metric.finalize(metric.update(metric.init(), p.unsqueeze(0), t.unsqueeze(0)))
+        state = init_on(metric, p.device)  # built on the device (no host-to-device copy)
+        out = metric.finalize(metric.update(state, p.unsqueeze(0), t.unsqueeze(0)))
         return torch.as_tensor(out).to(accum_dtype(p.device)).mean()
     return value
 

@@ -187,8 +187,41 @@ def _band_weights() -> torch.Tensor:
     return torch.nn.functional.pad(obm.repeat_interleave(2, 0), (0, 1))
 
 
+def _on_device(device: torch.device, fs: int):
+    """``(hann, band weights, resample plan)`` float64 on ``device``, built there by torch ops (a pageable
+    host-to-device copy would synchronize a GPU); on the CPU the tables built at import."""
+    if device.type == "cpu":
+        return HANN, BAND_WEIGHTS, resample_plan(fs)
+    return build_constants(device, fs)
+
+
+def build_constants(device: torch.device, fs: int):
+    """`_on_device`'s tables computed by torch ops on ``device`` (equal to the host tables to ~1e-16)."""
+    hann = torch.hann_window(N_FRAME + 2, periodic=False, dtype=torch.float64, device=device)[1:-1]
+    weights = torch.zeros(2 * (BAND_HI - BAND_LO), NUMBAND + 1, dtype=torch.float64, device=device)
+    for band, (lo, hi) in enumerate(BAND_EDGES):
+        weights[2 * (lo - BAND_LO):2 * (hi - BAND_LO), band] = 1.0
+    plan = None
+    if resample_filter(fs) is not None:
+        up, down, pad, w_host = _polyphase(fs)
+        cutoff = 1.0 / (2 * max(up, down))
+        half = int(np.ceil((60.0 - 8) / (28.714 * cutoff / 10)))
+        t = torch.arange(-half, half + 1, dtype=torch.float64, device=device)
+        h = torch.kaiser_window(2 * half + 1, periodic=False, beta=0.1102 * (60.0 - 8.7), dtype=torch.float64,
+                                device=device) * (2 * up * cutoff * torch.sinc(2 * cutoff * t))
+        h = h / h.sum() * up
+        w = torch.zeros(w_host.shape, dtype=torch.float64, device=device)
+        for r in range(up):
+            a, ph = divmod(r * down + half, up)
+            taps = h[ph::up]
+            w[r, 0, a + pad - taps.shape[0] + 1:a + pad + 1] = taps.flip(0)
+        plan = (up, down, pad, w)
+    return hann, weights, plan
+
+
 # constants (float64, CPU) built at import, so traced code only reads them
 BAND_LO, BAND_HI = _band_bins()
+BAND_EDGES = [(int(np.flatnonzero(row)[0]), int(np.flatnonzero(row)[-1]) + 1) for row in third_octave_matrix()]
 BAND_WEIGHTS = _band_weights()
 HANN = torch.from_numpy(_hann().copy())
 
@@ -198,7 +231,7 @@ def frame_count(n: int) -> int:
     return max(0, -(-(n - N_FRAME) // HOP))
 
 
-def _band_envelopes(z: torch.Tensor):
+def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None, band_weights: torch.Tensor = None):
     """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz.
 
     Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
@@ -207,7 +240,7 @@ def _band_envelopes(z: torch.Tensor):
     """
     b, _, n = z.shape
     frames = frame_count(n)
-    w = HANN.to(dtype=z.dtype, device=z.device)
+    w = (HANN if hann is None else hann).to(dtype=z.dtype, device=z.device)
     raw = z.unfold(-1, N_FRAME, HOP)[:, :, :frames]  # (B, 2, F, 256) view
     energy = 20 * torch.log10(torch.linalg.vector_norm(raw[:, 0] * w, dim=-1) + EPS)  # the target's frames
     keep = (energy.amax(-1, keepdim=True) - DYN_RANGE - energy) < 0
@@ -224,7 +257,7 @@ def _band_envelopes(z: torch.Tensor):
     stft_frames = torch.cat([halves[..., :-1, :] * w[:HOP], halves[..., 1:, :] * w[HOP:],
                              halves.new_zeros(()).expand(*halves[..., 1:, :].shape[:-1], NFFT - N_FRAME)], -1)
     spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1)[..., BAND_LO:BAND_HI])  # (B, 2, F - 1, bins, 2)
-    tob = torch.matmul(spec.square().flatten(-2), BAND_WEIGHTS.to(dtype=z.dtype, device=z.device))[..., :NUMBAND].sqrt()
+    tob = torch.matmul(spec.square().flatten(-2), (BAND_WEIGHTS if band_weights is None else band_weights).to(dtype=z.dtype, device=z.device))[..., :NUMBAND].sqrt()
     return tob.transpose(-1, -2), kept  # (B, 2, 15, F - 1)
 
 
@@ -292,11 +325,14 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     y = preds.detach().reshape(-1, preds.shape[-1]).to(dtype)
     if x.shape[0] == 0:
         return torch.zeros(shape, dtype=torch.float64, device=preds.device)
-    z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, plan if plan is not None else resample_plan(fs))
+    hann, band_weights, device_plan = _on_device(x.device, fs)
+    if x.device.type == "cpu" and plan is not None:
+        device_plan = plan
+    z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, device_plan)
     z = z.reshape(x.shape[0], 2, z.shape[-1])
     if frame_count(z.shape[-1]) - 1 < N:  # static: fewer than 30 STFT frames even before removal
         return torch.full(shape, TOO_SHORT, dtype=torch.float64, device=preds.device)
-    tob, kept = _band_envelopes(z)
+    tob, kept = _band_envelopes(z, hann, band_weights)
     d = _estoi(tob) if extended else _stoi(tob)
     return _masked_mean(d.double(), kept - N).reshape(shape)
 
