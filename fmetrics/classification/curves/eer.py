@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from fmetrics.classification._docs import MEANING, documented
+from fmetrics.classification._docs import documented
 from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import CurveAverage, Task, Thresholds, check_average, family
 from fmetrics.classification.curves.roc import check_task, multi_roc
