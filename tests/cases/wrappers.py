@@ -1,10 +1,11 @@
 """Law-suite cases for the wrappers (fmetrics.wrappers); oracles are numpy formulas on explicit resamples.
 
-The bootstrap oracles take the per-row counts from the draw function
-(`fmetrics.wrappers._draws`, tested on its own in tests/test_wrappers.py),
-materialize each resample with ``np.repeat`` and evaluate it with numpy: this
-checks the vmapped row weighting, the stacked state and the summary against
-an independent computation.
+The bootstrap oracles draw the per-row counts from the documented seed
+scheme written again in NumPy (tests/_draws_np.py; the library's
+`fmetrics.wrappers._draws` is checked against it in
+tests/test_wrappers_draws.py), materialize each resample with ``np.repeat``
+and evaluate it with numpy: this checks the draws, the vmapped row weighting,
+the stacked state and the summary against an independent computation.
 """
 import numpy as np
 import torch
@@ -15,6 +16,7 @@ import fmetrics as fm
 from fmetrics import wrappers as W
 from fmetrics.state import accum_dtype
 from fmetrics.wrappers import _draws
+from tests import _draws_np
 from tests.cases import Case
 
 SIZES = (9, 1, 14, 0, 6)
@@ -78,12 +80,11 @@ def poisson_counts(keys, num_samples):
 def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
     def ref(*inputs):
         if ids:
-            keys = _draws.sample_keys(seed, inputs[0])
+            keys = _draws_np.id_keys(seed, inputs[0])
             inputs = inputs[1:]
         else:
-            n = inputs[0].shape[0]
-            keys = _draws.sample_keys(seed, torch.arange(n), 0) ^ _draws.content_hash(inputs, n)
-        counts = poisson_counts(keys, num_samples)
+            keys = _draws_np.offset_keys(seed, inputs)
+        counts = _draws_np.poisson_counts(keys, num_samples)
         return _summary([stat(*(np.repeat(_np(x), c, axis=0) for x in inputs)) for c in counts], quantiles)
 
     return ref
@@ -91,9 +92,7 @@ def _boot_ref(stat, num_samples, seed, ids=True, quantiles=(0.025, 0.975)):
 
 def _multinomial_ref(stat, num_samples, seed):
     def ref(x):
-        keys = _draws.sample_keys(seed, torch.arange(x.shape[0]), 0) ^ _draws.content_hash((x,), x.shape[0])
-        u = _draws.uniform(_draws.replicate_hashes(keys, num_samples), torch.float64).numpy()
-        picks = np.minimum((u * x.shape[0]).astype(np.int64), x.shape[0] - 1)  # draw j picks row floor(u * n)
+        picks = _draws_np.multinomial_picks(_draws_np.offset_keys(seed, (x,)), num_samples)
         return _summary([stat(_np(x)[p]) for p in picks])
 
     return ref
