@@ -57,6 +57,9 @@ def sort_rows(values: torch.Tensor, groups: torch.Tensor, last: Optional[torch.T
     return order, groups[order], tie_key, tie_key > 0, flag[order] == 1
 
 
+_BLOCK = 1 << 16  # rows per block of a blockwise pass (cache-sized temporaries)
+
+
 def _on_host(x: torch.Tensor) -> bool:
     """Whether ``x`` is on the CPU, where numpy's kernels replace some torch ones (measured faster there)."""
     return x.device.type == "cpu"
@@ -178,8 +181,8 @@ class Ranking:
         self.starts = positions(new_query)
         self.num_queries = self.starts.shape[0]
         self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
-        if self.packed and n and int(q[-1]) + 1 == self.num_queries:
-            self.query = q  # dense query ids: the key's query field is the query's position (no cumsum)
+        # dense query ids: the key's query field is the query's position (no cumsum; computed when used)
+        self._dense = self.packed and n > 0 and int(q[-1]) + 1 == self.num_queries
 
     @cached_property
     def _tie_key(self) -> torch.Tensor:
@@ -200,6 +203,8 @@ class Ranking:
 
     @cached_property
     def query(self) -> torch.Tensor:
+        if self._dense:
+            return self._key >> (32 + self._bits)
         return torch.cumsum(self._new_query, 0).sub_(1)
 
     @cached_property
@@ -249,10 +254,13 @@ class Ranking:
         if not self.packed or self.num_queries * (levels + 1) > 4 * max(self.n, 1):
             return None
         bits, size = self._bits, self.num_queries * (levels + 1)
-        if _on_host(self._key):
-            key, query = self._key.numpy(), self.query.numpy()
-            slot = query << bits
-            slot |= key & levels
+        if _on_host(self._key) and self._dense:  # slots (query << bits | target) block by block: one n-row buffer
+            key, slot = self._key.numpy(), np.empty(self.n, dtype=np.int64)
+            for at in range(0, self.n, _BLOCK):
+                part, k = slot[at: at + _BLOCK], key[at: at + _BLOCK]
+                np.right_shift(k, 32 + bits, out=part)
+                part <<= bits
+                part |= k & levels
             return torch.from_numpy(np.bincount(slot, minlength=size)).reshape(-1, levels + 1)
         slot = (self.query << bits) | (self._key & levels)
         return torch.bincount(slot, minlength=size).reshape(-1, levels + 1)
