@@ -54,5 +54,5 @@ def joined(state: PointState, device=None) -> tuple[torch.Tensor, torch.Tensor, 
 def centroids(data: torch.Tensor, ids: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(counts [K], centroids [K, D])`` in float64."""
     counts = torch.bincount(ids, minlength=k).to(torch.float64)
-    sums = torch.zeros(k, data.shape[1], dtype=torch.float64).index_add_(0, ids, data)
+    sums = data.new_zeros(k, data.shape[1]).index_add_(0, ids, data)
     return counts, sums / counts[:, None]

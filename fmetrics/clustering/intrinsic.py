@@ -161,7 +161,7 @@ def davies_bouldin_score() -> Metric:
             return torch.tensor(float("nan"), dtype=torch.float64)
         counts, cents = centroids(data, ids, k)
         dist = torch.linalg.vector_norm(data - cents[ids], dim=1)
-        intra = torch.zeros(k, dtype=torch.float64).index_add_(0, ids, dist) / counts
+        intra = dist.new_zeros(k).index_add_(0, ids, dist) / counts
         between = torch.cdist(cents, cents, compute_mode="donot_use_mm_for_euclid_dist")  # exact on offset data
         if bool(torch.all(intra == 0)) or bool(torch.all(between == 0)):
             return torch.tensor(0.0, dtype=torch.float64)

@@ -90,7 +90,7 @@ def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
     ai, bj, lo, width = ai[keep], bj[keep], lo[keep], width[keep]
     if ai.numel() == 0:
         return 0.0
-    log_fact = torch.lgamma(torch.arange(int(n) + 2, dtype=torch.float64) + 1)  # log(x!) for x = 0..N+1
+    log_fact = torch.lgamma(torch.arange(int(n) + 2, dtype=torch.float64, device=t.device) + 1)  # log(x!), x = 0..N+1
 
     def log_factorial(x):  # integer-valued float tensor -> log(x!)
         return log_fact[x.to(torch.int64)]
@@ -106,8 +106,8 @@ def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
         last = int(torch.searchsorted(ends, base + chunk, right=True))
         last = max(last, first + 1)
         w = width[first:last]
-        pair = torch.repeat_interleave(torch.arange(first, last), w)
-        k = lo[pair] + (torch.arange(int(w.sum()), dtype=torch.float64)
+        pair = torch.repeat_interleave(torch.arange(first, last, device=t.device), w)
+        k = lo[pair] + (torch.arange(int(w.sum()), dtype=torch.float64, device=t.device)
                         - (torch.cumsum(w, 0) - w).repeat_interleave(w).to(torch.float64))
         aa, bb = ai[pair], bj[pair]
         log_p = (const[pair] - log_factorial(k) - log_factorial(aa - k) - log_factorial(bb - k)

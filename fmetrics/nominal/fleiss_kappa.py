@@ -78,7 +78,7 @@ def fleiss_kappa(*, mode: Literal["counts", "probs"] = "counts") -> Metric:
     def update(state, ratings):
         c = _counts(ratings.detach(), mode)
         totals = state.totals if state.totals.numel() == c.shape[1] else state.totals.new_zeros(c.shape[1])
-        raters = c.sum(1).amax() if c.shape[0] else torch.zeros((), dtype=torch.int64)
+        raters = c.sum(1).amax() if c.shape[0] else c.new_zeros(())
         return FleissState(totals + c.sum(0), state.squares + (c * c).sum(), state.subjects + c.shape[0],
                            torch.maximum(state.raters, raters))
 
