@@ -94,11 +94,8 @@ def image_gradients() -> Metric:
                   name=name, reductions=tags, is_differentiable=True)
 
 
-def _vif_kernel(n: int, dtype, device) -> torch.Tensor:
-    coords = torch.arange(n, dtype=torch.float64) - (n - 1) / 2
-    g = coords ** 2
-    g = torch.exp(-(g[None, :] + g[:, None]) / (2.0 * (n / 5) ** 2))
-    return (g / g.sum()).to(dtype=dtype, device=device)[None, None]
+# VIF's 2-D Gaussian windows (sigma = taps / 5) are separable: two 1-D "valid" passes give the same sums
+_VIF_TAPS = {n: tuple(c.gaussian_1d(n, n / 5.0).tolist()) for n in (17, 9, 5, 3)}
 
 
 def vif_per_image(preds: torch.Tensor, target: torch.Tensor, sigma_n_sq: float) -> torch.Tensor:
@@ -111,16 +108,15 @@ def vif_per_image(preds: torch.Tensor, target: torch.Tensor, sigma_n_sq: float) 
     den = torch.zeros(n * ch, dtype=p.dtype, device=p.device)
     for scale in range(4):
         size = 2 ** (4 - scale) + 1
-        k = _vif_kernel(size, p.dtype, p.device)
+        kernels = (_VIF_TAPS[size], _VIF_TAPS[size])
         if scale > 0:
-            t = F.conv2d(t, k)[:, :, ::2, ::2]
-            p = F.conv2d(p, k)[:, :, ::2, ::2]
-        z = F.conv2d(torch.cat((t, p, t * t, p * p, t * p), dim=1).reshape(-1, 1, *t.shape[2:]), k)
-        z = z.reshape(n * ch, 5, *z.shape[2:])
-        mt, mp = z[:, 0:1], z[:, 1:2]
-        st = torch.clamp(z[:, 2:3] - mt * mt, min=0.0)
-        sp = torch.clamp(z[:, 3:4] - mp * mp, min=0.0)
-        stp = z[:, 4:5] - mt * mp
+            t = c.filter_valid(t, kernels)[:, :, ::2, ::2]
+            p = c.filter_valid(p, kernels)[:, :, ::2, ::2]
+        z = c.filter_valid(torch.stack((t, p, t * t, p * p, t * p)), kernels)
+        mt, mp = z[0], z[1]
+        st = torch.clamp(z[2] - mt * mt, min=0.0)
+        sp = torch.clamp(z[3] - mp * mp, min=0.0)
+        stp = z[4] - mt * mp
         g = stp / (st + eps)
         sv = sp - g * stp
         low_t = st < eps
