@@ -1,7 +1,7 @@
 """Image metrics (torchmetrics' functional names and options).
 
 Full-reference quality metrics keep float64 sums and counts (sum-mergeable);
-SSIM-type metrics filter the five local moments in one separable pass with
+SSIM-type metrics filter four local-moment planes in one separable pass with
 "valid" borders (Wang et al.; scikit-image, pytorch-msssim). Feature-based
 metrics (FID, KID, IS, MiFID, LPIPS) take their network as a parameter of the
 metric; see docs/image.md.

@@ -1,7 +1,8 @@
 """SSIM, MS-SSIM and the universal image quality index (Wang et al. 2004; Wang, Simoncelli, Bovik 2003).
 
-One pass for the five local moments: ``preds, target, preds^2, target^2,
-preds*target`` are stacked and filtered together by a separable window with
+One pass for the local moments: ``preds, target, preds^2 + target^2,
+preds*target`` (the formulas need only the variances' sum; `moments` gives
+all five) are stacked and filtered together by a separable window with
 "valid" borders (the map covers only windows that lie inside the image, as in
 Wang et al.'s reference code, scikit-image and pytorch-msssim; torchmetrics
 instead reflect-pads and averages the map over the padded border too).
