@@ -63,7 +63,8 @@ def _sorted(scores: torch.Tensor, labels: torch.Tensor):
         bits = _keys.ascending32(s)  # fmetrics._keys: -0.0 == +0.0, NaN last
         _keys.pack_into(bits, [(bits, None), (labels.numpy(), 1)])
         bits.sort()
-        return _keys.field(bits, 1), _keys.field(bits, 0, 1), True
+        labels = np.bitwise_and(bits, 1, out=np.empty(bits.shape, dtype=np.int8), casting="unsafe")
+        return np.right_shift(bits, 1, out=bits), labels, True  # the fields in place: bounded memory
     by_label = torch.argsort(labels.to(torch.uint8), stable=True)
     values, order = torch.sort(scores.detach()[by_label], stable=True)
     return values.cpu().numpy(), labels[by_label][order].cpu().numpy().astype(np.int64), False
@@ -112,20 +113,21 @@ def exact_auroc(column: Sorted, name: str):
     """
     values, ordered, packed, dev = column
     n = values.size
-    cum = np.cumsum(ordered)
-    pos = int(cum[-1]) if n else 0
+    pos = int(ordered.sum()) if n else 0
     tied = np.flatnonzero(values[1:] == values[:-1])  # k: values[k] == values[k + 1]
     hard = n > 0 and n - tied.size <= 2 and is_hard(_decode(values[[0, -1]], packed))
     zero = torch.zeros((), dtype=torch.float64, device=dev)
     if pos == 0 or pos == n:
         _warn(name, "positive" if pos == 0 else "negative")
         return zero, hard
-    twice_u = 2 * (n * pos - int(cum.sum())) - pos * (pos - 1)
+    # sum(cumsum) = sum over positives at index i of (n - i): no n-long cumulative sum is formed
+    twice_u = 2 * int(np.flatnonzero(ordered).sum()) - pos * (pos - 1)
     if tied.size:
         first = np.flatnonzero(np.diff(tied, prepend=-2) != 1)  # runs of consecutive tied positions
         last = np.append(first[1:] - 1, tied.size - 1)
         starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
-        p = cum[stops - 1] - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0)
+        bounds = np.stack([starts, stops], 1).reshape(-1)  # positives per run: the even reduceat sums
+        p = np.add.reduceat(np.append(ordered, 0), bounds, dtype=np.int64)[::2]
         twice_u -= int((p * (stops - starts - p)).sum())
     return zero + twice_u / (2.0 * pos * (n - pos)), hard
 
