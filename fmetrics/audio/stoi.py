@@ -187,25 +187,19 @@ def _band_weights() -> torch.Tensor:
     return torch.nn.functional.pad(obm.repeat_interleave(2, 0), (0, 1))
 
 
-def _on_device(device: torch.device, fs: int):
-    """``(hann, band weights, resample plan)`` float64 on ``device``, built there by torch ops (a pageable
-    host-to-device copy would synchronize a GPU); on the CPU the tables built at import."""
-    if device.type == "cpu":
-        return HANN, BAND_WEIGHTS, resample_plan(fs)
-    return build_constants(device, fs)
-
-
-def build_constants(device: torch.device, fs: int):
-    """`_on_device`'s tables computed by torch ops on ``device`` (equal to the host tables to ~1e-16)."""
+def build_constants(device: torch.device, fs: int, plan=None):
+    """``(hann, band weights, resample plan)`` float64, computed by torch ops on ``device`` (off the CPU: a
+    pageable host-to-device copy would synchronize a GPU); equal to the host tables to ~1e-16."""
     hann = torch.hann_window(N_FRAME + 2, periodic=False, dtype=torch.float64, device=device)[1:-1]
     weights = torch.zeros(2 * (BAND_HI - BAND_LO), NUMBAND + 1, dtype=torch.float64, device=device)
     for band, (lo, hi) in enumerate(BAND_EDGES):
         weights[2 * (lo - BAND_LO):2 * (hi - BAND_LO), band] = 1.0
-    plan = None
-    if resample_filter(fs) is not None:
-        up, down, pad, w_host = _polyphase(fs)
+    if plan is None:  # eager callers; the factory passes its host plan (no numpy under a trace)
+        plan = resample_plan(fs)
+    if plan is not None:
+        up, down, pad, w_host = plan
         cutoff = 1.0 / (2 * max(up, down))
-        half = int(np.ceil((60.0 - 8) / (28.714 * cutoff / 10)))
+        half = math.ceil((60.0 - 8) / (28.714 * cutoff / 10))
         t = torch.arange(-half, half + 1, dtype=torch.float64, device=device)
         h = torch.kaiser_window(2 * half + 1, periodic=False, beta=0.1102 * (60.0 - 8.7), dtype=torch.float64,
                                 device=device) * (2 * up * cutoff * torch.sinc(2 * cutoff * t))
@@ -325,9 +319,10 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     y = preds.detach().reshape(-1, preds.shape[-1]).to(dtype)
     if x.shape[0] == 0:
         return torch.zeros(shape, dtype=torch.float64, device=preds.device)
-    hann, band_weights, device_plan = _on_device(x.device, fs)
-    if x.device.type == "cpu" and plan is not None:
-        device_plan = plan
+    if x.device.type == "cpu":  # the import-time tables; ``plan`` from the factory (no numpy under a trace)
+        hann, band_weights, device_plan = HANN, BAND_WEIGHTS, plan if plan is not None else resample_plan(fs)
+    else:
+        hann, band_weights, device_plan = build_constants(x.device, fs, plan)
     z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, device_plan)
     z = z.reshape(x.shape[0], 2, z.shape[-1])
     if frame_count(z.shape[-1]) - 1 < N:  # static: fewer than 30 STFT frames even before removal
