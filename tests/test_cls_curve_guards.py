@@ -63,8 +63,15 @@ def test_out_of_range_labels_raise_at_finalize_with_count(thresholds):
 
 def test_validate_args_false_skips_the_report():
     m = fm.binary_average_precision(validate_args=False)
-    fm_value = m(torch.tensor([0.1, 0.7, 0.4]), torch.tensor([0, 1, 1]))
-    assert torch.isfinite(fm_value)
+    p, t = torch.tensor([0.1, 0.7, 0.4, 0.3]), torch.tensor([2, 1, 0, 1])  # target 2 is out of range
+    # no check: 2 is a non-positive (as torchmetrics with validate_args=False); ranking +, -, +, -:
+    # AP = (1/1 + 2/3) / 2 = 5/6
+    assert m(p, t).item() == pytest.approx(5 / 6, abs=1e-12)
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), p, t)
+    assert m.finalize(s).item() == pytest.approx(5 / 6, abs=1e-12)  # and nothing is reported at finalize
+    with pytest.raises(ValueError, match="target"):
+        fm.binary_average_precision()(p, t)  # what validate_args=False skips
 
 
 def test_nan_scores_are_invalid_input():

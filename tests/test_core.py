@@ -117,6 +117,7 @@ def test_collection_flattens_dict_values():
     both = m.replace(finalize=lambda s: {"mean": m.finalize(s), "weight": s.weight}, state_key=None)
     out = fm.collection({"stats": both})(torch.tensor([2.0, 4.0]))
     assert set(out) == {"stats_mean", "stats_weight"}
+    assert out["stats_mean"].item() == 3.0 and out["stats_weight"].item() == 2.0
 
 
 def test_collection_rejects_bad_members():

@@ -11,6 +11,7 @@ from torchmetrics import wrappers as tmw
 import fmetrics as fm
 from fmetrics import wrappers as W
 from fmetrics.state import unstack
+from fmetrics.testing import assert_values_close
 from fmetrics.wrappers import _draws, min_max_reset
 from tests.cases.wrappers import diff_median, median, poisson_counts
 
@@ -152,8 +153,12 @@ def test_bootstrap_raw_values_match_explicit_resamples_of_a_cat_metric():
 def test_bootstrap_of_a_dict_valued_metric_summarizes_each_key():
     m = W.bootstrap(fm.collection({"mse": fm.mean_squared_error(), "mae": fm.mean_absolute_error()}),
                     num_samples=10)
-    out = m(torch.randn(50), torch.randn(50))
+    p, t = torch.randn(50), torch.randn(50)
+    out = m(p, t)
     assert set(out) == {"mse", "mae"} and set(out["mse"]) == {"mean", "std", "quantile"}
+    for key, member in (("mse", fm.mean_squared_error()), ("mae", fm.mean_absolute_error())):
+        alone = W.bootstrap(member, num_samples=10)(p, t)  # the same rows and inputs: the same draws
+        assert_values_close(out[key], alone, 1e-12, 0, key)
 
 
 def test_bootstrap_state_is_one_stacked_state():
