@@ -78,6 +78,18 @@ def _canonical_nan(x: Array, nan) -> Array:
     return torch.where(torch.isnan(x), torch.full_like(x, nan), x)
 
 
+_BLOCK = 1 << 16  # numpy inputs longer than this are keyed block by block (bounded temporaries)
+
+
+def _blockwise(fn, x: np.ndarray) -> np.ndarray:
+    """``fn(x)`` (an int64 array of ``x``'s shape) computed over blocks of ``x``: the temporaries stay cache-sized."""
+    flat = np.ravel(x)
+    out = np.empty(flat.shape, dtype=np.int64)
+    for at in range(0, flat.size, _BLOCK):
+        out[at: at + _BLOCK] = fn(flat[at: at + _BLOCK])
+    return out.reshape(np.shape(x))
+
+
 def ascending32(x: Array) -> Array:
     """int64 keys in ``[-2**31, 2**31)`` ordered like the float32 values of ``x``.
 
@@ -85,6 +97,8 @@ def ascending32(x: Array) -> Array:
     above ``+inf``. float16 and bfloat16 convert exactly; float64 is rounded to
     float32 first (see `float32_exact`).
     """
+    if _is_numpy(x) and x.size > _BLOCK:
+        return _blockwise(ascending32, x)
     x = _canonical_nan(_float32(x), float("nan"))
     if _is_numpy(x):
         bits = (x + np.float32(0.0)).view(np.int32)  # + 0 turns -0.0 into +0.0
@@ -99,6 +113,8 @@ def descending32(x: Array) -> Array:
     ``+0.0`` and ``-0.0`` have the key `DESCENDING_ZERO`; larger scores smaller
     keys; NaN the smallest key of all.
     """
+    if _is_numpy(x) and x.size > _BLOCK:
+        return _blockwise(descending32, x)
     x = _canonical_nan(_float32(x), float("nan"))
     if _is_numpy(x):
         bits = (x + np.float32(0.0)).view(np.int32)

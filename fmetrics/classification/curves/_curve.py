@@ -126,8 +126,8 @@ def exact_auroc(column: Sorted, name: str):
         first = np.flatnonzero(np.diff(tied, prepend=-2) != 1)  # runs of consecutive tied positions
         last = np.append(first[1:] - 1, tied.size - 1)
         starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
-        bounds = np.stack([starts, stops], 1).reshape(-1)  # positives per run: the even reduceat sums
-        p = np.add.reduceat(np.append(ordered, 0), bounds, dtype=np.int64)[::2]
+        rows = np.union1d(tied, tied + 1)  # the rows of the runs, run after run: positives per run summed there
+        p = np.add.reduceat(ordered[rows].astype(np.int64), np.searchsorted(rows, starts))
         twice_u -= int((p * (stops - starts - p)).sum())
     return zero + twice_u / (2.0 * pos * (n - pos)), hard
 
