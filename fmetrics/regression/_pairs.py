@@ -49,8 +49,13 @@ def _packed_ranks(column: np.ndarray) -> np.ndarray:
     keys = _keys.ascending32(column)  # fmetrics._keys: -0.0 == +0.0, NaN last
     _keys.pack_into(keys, [(keys, None), (np.arange(n, dtype=np.int64), 32)])
     keys.sort()
-    values = _keys.field(keys, 32)
-    bounds = np.append(np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1]))), n)
+    order = _keys.field(keys, 0, 32)
+    values = np.right_shift(keys, 32, out=keys)  # the value field in place (bounded memory)
+    start = np.concatenate(([True], values[1:] != values[:-1]))
     ranks = np.empty(n)
-    ranks[_keys.field(keys, 0, 32)] = np.repeat((bounds[:-1] + bounds[1:] + 1) / 2.0, np.diff(bounds))
+    if np.count_nonzero(start) == n:  # no ties: the ranks are the positions
+        ranks[order] = np.arange(1, n + 1, dtype=np.float64)
+        return ranks
+    bounds = np.append(np.flatnonzero(start), n)
+    ranks[order] = np.repeat((bounds[:-1] + bounds[1:] + 1) / 2.0, np.diff(bounds))
     return ranks
