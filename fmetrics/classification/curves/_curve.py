@@ -126,7 +126,10 @@ def exact_auroc(column: Sorted, name: str):
         first = np.flatnonzero(np.diff(tied, prepend=-2) != 1)  # runs of consecutive tied positions
         last = np.append(first[1:] - 1, tied.size - 1)
         starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
-        rows = np.union1d(tied, tied + 1)  # the rows of the runs, run after run: positives per run summed there
+        in_run = np.zeros(n, dtype=bool)  # the rows of the runs, run after run: positives per run summed there
+        in_run[tied] = True
+        in_run[tied + 1] = True
+        rows = np.flatnonzero(in_run)
         p = np.add.reduceat(ordered[rows].astype(np.int64), np.searchsorted(rows, starts))
         twice_u -= int((p * (stops - starts - p)).sum())
     return zero + twice_u / (2.0 * pos * (n - pos)), hard
