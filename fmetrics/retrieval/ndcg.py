@@ -109,7 +109,8 @@ def retrieval_normalized_dcg(
             gain = r.gains_at(rows[0]).mul_(discount.index_select(0, rows[2]))
             dcg = torch.zeros(r.num_queries, dtype=torch.float64, device=gain.device).index_add_(0, rows[1], gain)
         else:
-            dcg = r.per_query(_tie_averaged_gains(r) * discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1)))
+            at_rank = discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1))
+            dcg = r.per_query(_tie_averaged_gains(r) * at_rank)
         idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
