@@ -109,9 +109,8 @@ def vif_per_image(preds: torch.Tensor, target: torch.Tensor, sigma_n_sq: float) 
     for scale in range(4):
         size = 2 ** (4 - scale) + 1
         kernels = (_VIF_TAPS[size], _VIF_TAPS[size])
-        if scale > 0:
-            t = c.filter_valid(t, kernels)[:, :, ::2, ::2]
-            p = c.filter_valid(p, kernels)[:, :, ::2, ::2]
+        if scale > 0:  # t and p filtered together (one pass; fewer traced ops)
+            t, p = c.filter_valid(torch.stack((t, p)), kernels)[..., ::2, ::2].unbind(0)
         z = c.filter_valid(torch.stack((t, p, t * t, p * p, t * p)), kernels)
         mt, mp = z[0], z[1]
         st = torch.clamp(z[2] - mt * mt, min=0.0)

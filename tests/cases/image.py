@@ -105,10 +105,11 @@ def _pm_ssim(data_range):
     return ref
 
 
-def _pm_ms_ssim(data_range):
+def _pm_ms_ssim(data_range, win_size=11, win_sigma=1.5):
     def ref(p, t):
         import pytorch_msssim as pm
-        return pm.ms_ssim(p.double(), t.double(), data_range=data_range, size_average=False).mean()
+        return pm.ms_ssim(p.double(), t.double(), data_range=data_range, size_average=False, win_size=win_size,
+                          win_sigma=win_sigma).mean()
     return ref
 
 
@@ -166,7 +167,10 @@ def _sorted(v):
     return torch.sort(torch.as_tensor(v).double().reshape(-1)).values
 
 
-SORTED = {"canonical": _sorted}  # per-image values joined in update order: compared order-free
+SORTED = {"canonical": _sorted}
+
+# cases too slow for the default run (tests/test_image_laws.py runs them under the "slow" mark); not in CASES
+SLOW_CASES = []  # per-image values joined in update order: compared order-free
 
 
 FLOAT64 = dict(dtype=torch.float64)
@@ -206,8 +210,11 @@ CASES = [
          reference=_pm_ssim_cs(1.0) if HAVE_MSSSIM else None, check={"reference_rtol": 1e-5, "reference_atol": 1e-6}),
     Case("ssim-full-image", fi.structural_similarity_index_measure,
          {"data_range": 1.0, "return_full_image": True}, lambda s: _imgs(s, h=14, w=12), check=SORTED),
-    Case("ms-ssim", fi.multiscale_structural_similarity_index_measure, {"data_range": 1.0},
-         lambda s: _imgs(s, c=1, h=162, w=161, sizes=(1, 0, 1)), reference=_pm_ms_ssim(1.0) if HAVE_MSSSIM else None,
+    # all five levels with a 5-tap window (sigma 0.5): sides >= 65 instead of 161 keep the law suite fast; the
+    # default 11-tap window on 162x161 images runs in tests/test_image_laws.py (slow)
+    Case("ms-ssim", fi.multiscale_structural_similarity_index_measure, {"data_range": 1.0, "sigma": 0.5},
+         lambda s: _imgs(s, c=2, h=66, w=65, sizes=(1, 0, 2)),
+         reference=_pm_ms_ssim(1.0, win_size=5, win_sigma=0.5) if HAVE_MSSSIM else None,
          check={"reference_rtol": 1e-5, "reference_atol": 1e-6}),
     Case("ms-ssim-3-levels-simple-none", fi.multiscale_structural_similarity_index_measure,
          {"data_range": 1.0, "betas": (0.3, 0.3, 0.4), "normalize": "simple", "reduction": "none"},
@@ -322,4 +329,10 @@ CASES += [
     Case("mifid", fi.memorization_informed_frechet_inception_distance, {"feature": FEATURE_NET}, _gen_batches),
     Case("lpips", fi.learned_perceptual_image_patch_similarity,
          {"net": torch.nn.Conv2d(3, 4, 3).double(), "normalize": True}, _lpips_batches),
+]
+
+SLOW_CASES += [
+    Case("ms-ssim-default-window", fi.multiscale_structural_similarity_index_measure, {"data_range": 1.0},
+         lambda s: _imgs(s, c=1, h=162, w=161, sizes=(1, 0, 1)), reference=_pm_ms_ssim(1.0) if HAVE_MSSSIM else None,
+         check={"reference_rtol": 1e-5, "reference_atol": 1e-6}),
 ]
