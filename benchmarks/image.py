@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 import fmetrics
-from benchmarks.registry import fmetrics_run, register, torchmetrics_run
+from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
 N_IMAGES, QUICK_IMAGES, BATCH = 64, 8, 16
 C, H, W = 3, 256, 256
@@ -50,9 +50,9 @@ def _image_bytes(quick: bool) -> int:
           description="SSIM (Gaussian 11x11, sigma 1.5, data_range 1) of 64 pairs 3x256x256 in batches of 16 "
                       "(8 with --quick) vs skimage's structural_similarity per image, pytorch_msssim.ssim, "
                       "torchmetrics (reflect-padded border)")
-def ssim(quick: bool):
-    p, t = _images(quick)
-    batches = _batches(p, t)
+def ssim(quick: bool, device="cpu"):
+    p, t = _images(quick)  # host copies for scikit-image
+    batches = on_device(_batches(p, t), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.structural_similarity_index_measure(data_range=1.0), batches)}
     try:
         import skimage.metrics as skm
@@ -83,9 +83,9 @@ def ssim(quick: bool):
           bytes=_image_bytes, peers=("pytorch-msssim", "torchmetrics"), tolerance=1e-3,
           description="MS-SSIM (5 levels, Wang et al.'s betas, data_range 1) of 64 pairs 3x256x256 in batches of 16 "
                       "(8 with --quick) vs pytorch_msssim.ms_ssim, torchmetrics (channel mean first)")
-def ms_ssim(quick: bool):
+def ms_ssim(quick: bool, device="cpu"):
     p, t = _images(quick)
-    batches = _batches(p, t)
+    batches = on_device(_batches(p, t), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.multiscale_structural_similarity_index_measure(data_range=1.0),
                                      batches)}
     try:
@@ -108,9 +108,9 @@ def ms_ssim(quick: bool):
           peers=("scikit-image", "torchmetrics"), tolerance=1e-5,
           description="PSNR (data_range 1) of 64 pairs 3x256x256 float32 in batches of 16 (8 with --quick) vs "
                       "skimage's peak_signal_noise_ratio on the whole array, torchmetrics' PeakSignalNoiseRatio")
-def psnr(quick: bool):
-    p, t = _images(quick)
-    batches = _batches(p, t)
+def psnr(quick: bool, device="cpu"):
+    p, t = _images(quick)  # host copies for scikit-image
+    batches = on_device(_batches(p, t), device)
     runs = {"fmetrics": fmetrics_run(fmetrics.peak_signal_noise_ratio(data_range=1.0), batches)}
     try:
         import skimage.metrics as skm
@@ -189,7 +189,7 @@ def torchmetrics_fid(state, d: int):
     """torchmetrics' ``FrechetInceptionDistance`` holding the same sums; its ``compute`` is the callable."""
     from torchmetrics.image.fid import FrechetInceptionDistance
 
-    m = FrechetInceptionDistance(feature=_Features(d))
+    m = FrechetInceptionDistance(feature=_Features(d)).to(state.real_sum.device)
     m.real_features_num_samples = state.real_n.clone()
     m.real_features_sum = state.real_sum.clone()
     m.real_features_cov_sum = state.real_outer.clone()
@@ -211,11 +211,12 @@ def torchmetrics_fid(state, d: int):
           description="FID finalize: the Fréchet distance of 2048-d statistics (512-d with --quick) from the "
                       "summed moments, vs scipy.linalg.sqrtm(S1 @ S2) (pytorch-fid) and torchmetrics' compute "
                       "(general eigvals of S1 @ S2)")
-def fid_finalize(quick: bool):
+def fid_finalize(quick: bool, device="cpu"):
     d = QUICK_FID_DIMS if quick else FID_DIMS
-    state = fid_statistics(d)
+    state = fid_statistics(d)  # host copy for the SciPy way
+    on = on_device(state, device)
     metric = fmetrics.frechet_inception_distance(feature=_Features(d))
-    runs = {"fmetrics": lambda: metric.finalize(state)}
+    runs = {"fmetrics": lambda: metric.finalize(on)}
     try:
         import scipy.linalg  # noqa: F401
 
@@ -223,7 +224,7 @@ def fid_finalize(quick: bool):
     except ImportError:
         pass
     try:
-        runs["torchmetrics"] = torchmetrics_fid(state, d)
+        runs["torchmetrics"] = torchmetrics_fid(on, d)
     except ImportError:
         pass
     return runs
