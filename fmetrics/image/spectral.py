@@ -186,7 +186,7 @@ def root_mean_squared_error_using_sliding_window(*, window_size: int = 8, return
 
     tags = RMSESWState(total="sum", images="sum", rmse_map="sum")
     return Metric(init=lambda: RMSESWState(_z(), _n(), _z()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=tags, higher_is_better=False, bounds=(0.0, None))
+                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map"), higher_is_better=False, bounds=(0.0, None))
 
 
 @factory
@@ -230,7 +230,7 @@ def relative_average_spectral_error(*, window_size: int = 8) -> Metric:
 
     tags = RASEState(rmse_map="sum", target_map="sum", images="sum")
     return Metric(init=lambda: RASEState(_z(), _z(), _n()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=tags, higher_is_better=False, bounds=(0.0, None))
+                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map", "target_map"), higher_is_better=False, bounds=(0.0, None))
 
 
 # ------------------------------------------------------------------ spatial correlation coefficient
@@ -389,6 +389,15 @@ def _dl_init():
 DL_TAGS = DLambdaState(q_preds="sum", q_target="sum", n_preds="sum", n_target="sum")
 
 
+def _gathered_maps(tags, *fields):
+    """The reducer's tags: fields whose shape comes from the first image (0-d until then) are gathered and
+    merged (a rank that saw nothing holds a 0-d zero, which no all_reduce can add to a map)."""
+    return tags._replace(**{f: None for f in fields})
+
+
+DL_REDUCE = _gathered_maps(DL_TAGS, "q_preds", "q_target")
+
+
 @factory
 def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise_mean") -> Metric:
     """Spectral distortion ``D_lambda = (1/(L(L-1)) sum_{l != r} |Q(t_l, t_r) - Q(p_l, p_r)|^p)^(1/p)``.
@@ -420,7 +429,7 @@ def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise
     c.check_choice(name, "reduction", reduction, c.REDUCTIONS)
     return Metric(init=_dl_init, update=lambda s, preds, target: _dlambda_update(name, s, preds, target),
                   merge=merge_fields(DL_TAGS), finalize=lambda s: _dlambda_value(s, p), name=name,
-                  reductions=DL_TAGS, higher_is_better=False, bounds=(0.0, 1.0))
+                  reductions=DL_REDUCE, higher_is_better=False, bounds=(0.0, 1.0))
 
 
 class DSState(NamedTuple):
@@ -431,6 +440,7 @@ class DSState(NamedTuple):
 
 
 DS_TAGS = DSState(q_ms="sum", q_fused="sum", n_ms="sum", n_fused="sum")
+DS_REDUCE = _gathered_maps(DS_TAGS, "q_ms", "q_fused")
 
 
 def _ds_update(name, window_size, state, preds, ms, pan, pan_lr=None):
@@ -516,7 +526,7 @@ def spatial_distortion_index(*, norm_order: int = 1, window_size: int = 7,
         return _ds_value(state, norm_order)
 
     return Metric(init=_ds_init, update=lambda s, *a: _ds_update(name, window_size, s, *a),
-                  merge=merge_fields(DS_TAGS), finalize=finalize, name=name, reductions=DS_TAGS,
+                  merge=merge_fields(DS_TAGS), finalize=finalize, name=name, reductions=DS_REDUCE,
                   higher_is_better=False, bounds=(0.0, 1.0))
 
 
@@ -568,4 +578,4 @@ def quality_with_no_reference(*, alpha: float = 1, beta: float = 1, norm_order: 
 
     tags = QNRState(DL_TAGS, DS_TAGS)
     return Metric(init=lambda: QNRState(_dl_init(), _ds_init()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=tags, higher_is_better=True, bounds=(0.0, 1.0))
+                  finalize=finalize, name=name, reductions=QNRState(DL_REDUCE, DS_REDUCE), higher_is_better=True, bounds=(0.0, 1.0))
