@@ -83,12 +83,9 @@ def _tolerance(case):
 
 
 _RUNNING = [c for c in all_cases() if c.factory is wrappers.running and c.reference is not None]
-_RUNNING_CAT_BUG = ("running over a cat-state metric: Metric.update appends the old chunks of every slot to the "
-                    "shifted slots, so the last slot holds every update's chunks (the window is lost)")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_RUNNING_CAT_BUG))
-                                  if "cat" in c.id else c for c in _RUNNING], ids=[c.id for c in _RUNNING])
+@pytest.mark.parametrize("case", _RUNNING, ids=[c.id for c in _RUNNING])
 def test_running_cases_cover_their_window(case):
     """A one-shot value is one update, where a running window never matters: the window's own value is checked."""
     import numpy as np

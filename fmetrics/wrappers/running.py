@@ -66,7 +66,22 @@ def running(metric: Metric, *, window: int = 5) -> Metric:
         return metric.finalize(fold(metric.merge, state.slots))
 
     key = None if metric.state_key is None else (name, metric.state_key, window)
+    # the slots move on every update, so chunk fields are not "cat" here: the wrapped update appends its own
+    # chunks to a fresh state, and the reducer gathers the slots and merges them
+    tags = _without_cat(metric.reductions)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
-                  state_key=key, reductions=RunningState(tuple(metric.reductions for _ in range(window))),
+                  state_key=key, reductions=RunningState(tuple(tags for _ in range(window))),
                   higher_is_better=metric.higher_is_better, is_differentiable=metric.is_differentiable,
                   bounds=metric.bounds)
+
+
+def _without_cat(tags):
+    """The tags with every ``"cat"`` (appended by `Metric.update` in place) turned into ``None`` (merged)."""
+    if isinstance(tags, str):
+        return None if tags == "cat" else tags
+    if tags is None:
+        return None
+    if isinstance(tags, dict):
+        return {k: _without_cat(v) for k, v in tags.items()}
+    parts = [_without_cat(t) for t in tags]
+    return type(tags)(*parts) if hasattr(tags, "_fields") else type(tags)(parts)
