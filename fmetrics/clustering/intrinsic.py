@@ -35,6 +35,11 @@ class MomentState(NamedTuple):
     invalid: validation.Invalid
 
 
+def _too_few_clusters(name: str, k: int) -> torch.Tensor:
+    warnings.warn(f"{name}: needs at least 2 clusters, got {k}; the value is NaN", UserWarning, stacklevel=4)
+    return torch.tensor(float("nan"), dtype=torch.float64)
+
+
 def _points_family(name: str) -> Family:
     return Family(name=f"cluster_points_{name}", key=(), init=lambda: PointState((), ()), update=points_update(name),
                   reductions=PointState(data="cat", labels="cat"), shared=lambda s: joined(s))
@@ -157,8 +162,7 @@ def davies_bouldin_score() -> Metric:
     def finish(prepared):
         data, ids, k = prepared
         if k < 2:
-            warnings.warn(f"{name}: needs at least 2 clusters, got {k}; the value is NaN", UserWarning, stacklevel=3)
-            return torch.tensor(float("nan"), dtype=torch.float64)
+            return _too_few_clusters(name, k)
         counts, cents = centroids(data, ids, k)
         dist = torch.linalg.vector_norm(data - cents[ids], dim=1)
         intra = dist.new_zeros(k).index_add_(0, ids, dist) / counts
@@ -201,8 +205,7 @@ def dunn_index(*, p: float = 2) -> Metric:
     def finish(prepared):
         data, ids, k = prepared
         if k < 2:
-            warnings.warn(f"{name}: needs at least 2 clusters, got {k}; the value is NaN", UserWarning, stacklevel=3)
-            return torch.tensor(float("nan"), dtype=torch.float64)
+            return _too_few_clusters(name, k)
         _, cents = centroids(data, ids, k)
         i, j = torch.triu_indices(k, k, 1)
         separation = torch.linalg.vector_norm(cents[i] - cents[j], ord=p, dim=1).min()
