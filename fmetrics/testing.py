@@ -19,8 +19,13 @@ Laws (names accepted by ``laws=``):
   per-slice updates.
 * ``no host sync`` -- update calls nothing that copies data to the host
   (``.item()``, ``.tolist()``, ``.cpu()``, ``bool(tensor)``, boolean-mask
-  indexing, ``nonzero``, ...): checked with a `TorchFunctionMode`, so it also
-  holds on CPU, where such calls cost nothing and go unnoticed.
+  indexing, ``nonzero``, the ``torch.linalg`` solvers documented to sync):
+  checked with a `TorchFunctionMode`, so it also holds on CPU, where such calls
+  cost nothing and go unnoticed. A second update then runs on the ``meta``
+  device, standing in for a GPU: it may not copy a host tensor there
+  (``torch.tensor(..., device=...)``, ``.to(device)`` of a host constant, a
+  host index tensor), since a pageable copy synchronizes a GPU. Constants are
+  built on the state's device once (the first update may build them).
 * ``compile`` -- ``torch.compile(update, backend="eager", fullgraph=True)``
   traces with no graph break and matches eager.
 * ``compile epoch`` -- the compiled update runs >= 10 consecutive updates of
@@ -49,6 +54,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 import torch
 import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from fmetrics import state as state_lib
 from fmetrics.metric import Metric
@@ -363,6 +369,10 @@ def _law_vmap(c: _Ctx):
 _SYNCING = frozenset({
     "item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__len__",
     "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+    # documented "synchronizes that device with the CPU" on CUDA (their ``_ex`` variants do not)
+    "linalg_svd", "linalg_svdvals", "svd", "linalg_eig", "linalg_eigvals", "linalg_eigh", "linalg_eigvalsh",
+    "linalg_inv", "inverse", "linalg_solve", "linalg_cholesky", "cholesky", "linalg_lstsq", "linalg_pinv",
+    "linalg_matrix_rank",
 })
 
 
@@ -377,7 +387,61 @@ class _NoHostSync(TorchFunctionMode):
             index = args[1] if isinstance(args[1], tuple) else (args[1],)
             if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in index):
                 raise _Broken("update indexes with a boolean mask (a data-dependent shape, a host sync on GPU)")
+            if any(isinstance(i, (list, range)) for i in index):
+                raise _Broken("update indexes with a Python sequence (an index tensor copied from the host, a "
+                              "host sync on GPU): build the index on the device once")
         return func(*args, **(kwargs or {}))
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost fmetrics frame calling into torch (where a copy comes from)."""
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if "/fmetrics/" in frame.filename and not frame.filename.endswith("testing.py"):
+            return f"{frame.filename.rsplit('/fmetrics/', 1)[-1]}:{frame.lineno}"
+    return "?"
+
+
+class _HostCopies(TorchDispatchMode):
+    """Records host tensors an update on the ``meta`` device copies there: ``.to(device)`` / ``copy_`` of a
+    host tensor, or a host tensor (not a 0-d scalar) as an operand, e.g. an index built from a list."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        leaves = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        outs = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
+        on_meta = any(x.device.type == "meta" for x in leaves + outs)
+        copy = func.__name__.split(".")[0] in ("_to_copy", "copy_")
+        host = [x for x in leaves if x.device.type == "cpu" and (copy or x.dim() > 0)]
+        if on_meta and host:
+            self.found.append(f"{func.__name__} of a host tensor of shape {tuple(host[0].shape)} at {_caller()}")
+        return out
+
+
+class _HostFactories(TorchFunctionMode):
+    """Records ``torch.tensor(host data, device=d)`` with ``d`` not the host: a host-to-device copy."""
+
+    def __init__(self, found: list):
+        super().__init__()
+        self.found = found
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        device = kwargs.get("device")
+        if getattr(func, "__name__", "") in ("tensor", "as_tensor", "asarray") and device is not None \
+                and torch.device(device).type != "cpu" and not isinstance(args[0] if args else None, torch.Tensor):
+            self.found.append(f"torch.{func.__name__}(host data, device={device}) at {_caller()}")
+        return func(*args, **kwargs)
+
+
+def _moved(tree, device):
+    return pytree.tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, tree)
 
 
 def _law_no_sync(c: _Ctx):
@@ -387,6 +451,20 @@ def _law_no_sync(c: _Ctx):
 
     with validation.mode("deferred"), _NoHostSync():  # what a GPU update runs: value checks counted, not raised
         c.m.update(s, *b0)
+    meta = torch.device("meta")
+    try:  # a metric the meta device cannot run (no meta kernel, host data) is left to the CPU check above
+        m, b = c.m.to(meta), _moved(b0, meta)
+        with validation.mode("deferred"):
+            s = m.update(state_lib.to_device(m.init(), meta), *b)  # may build per-device constants
+    except (NotImplementedError, RuntimeError, TypeError, ValueError):
+        return
+    probe = _HostCopies()
+    with validation.mode("deferred"), probe, _HostFactories(probe.found):
+        m.update(s, *b)
+    if probe.found:
+        raise _Broken(f"update copies host data to the device on every call ({probe.found[0]}; "
+                      f"{len(probe.found)} in all): a pageable copy synchronizes a GPU -- build constants on "
+                      f"the state's device once")
 
 
 def _law_compile(c: _Ctx):

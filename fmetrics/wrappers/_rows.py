@@ -45,9 +45,9 @@ def init_on(metric: Metric, device: Optional[torch.device]):
 
     ``init()`` builds its leaves on the host; a constant leaf (zeros, an identity like +inf) is rebuilt
     with ``torch.full`` on the device, an empty one with ``torch.empty``; anything else is copied.
-    On the CPU, and in a traced update, this is ``metric.init(device)``.
+    On the CPU (the meta device stands in for a GPU), and in a traced update, this is ``metric.init(device)``.
     """
-    if device is None or device.type != "cuda" or torch.compiler.is_compiling():
+    if device is None or device.type == "cpu" or torch.compiler.is_compiling():
         return metric.init(device)
     return constants_on(metric.init(), device)
 
