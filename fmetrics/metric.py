@@ -235,7 +235,7 @@ class Metric:
         """The same metric with its parameters (tensors, networks) on ``device``; states are moved by the caller."""
         if self._recipe is None or not self.params:
             return self
-        return self._map_parameters(lambda x: x.to(device))
+        return self._map_parameters(lambda x: _moved(x, torch.device(device)))
 
     def _map_parameters(self, fn) -> "Metric":
         kwargs = {k: map_parameters(v, fn) for k, v in self._recipe.kwargs}
@@ -376,3 +376,14 @@ def _outside_trace():
 
 
 _outside_trace()
+
+
+def _moved(x, device: torch.device):
+    """``x`` on ``device``; a network is copied first (``Module.to`` moves in place: the metric it came from,
+    and anything else holding it, keep theirs)."""
+    if not isinstance(x, torch.nn.Module):
+        return x.to(device)
+    tensors = [*x.parameters(), *x.buffers()]
+    if all(t.device == device or (device.index is None and t.device.type == device.type) for t in tensors):
+        return x
+    return copy.deepcopy(x).to(device)

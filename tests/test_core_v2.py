@@ -265,6 +265,17 @@ def test_parameters_are_the_tensor_arguments_and_follow_to():
     assert m.to("cpu") is not None
 
 
+def test_to_leaves_the_original_network_where_it_was():
+    """``Module.to`` moves in place: ``metric.to(device)`` copies a network first, so the metric it came from
+    (and an oracle holding the same network) keeps it on its device."""
+    net = torch.nn.Linear(4, 3)
+    m = fm.frechet_inception_distance(feature=net)
+    moved = m.to("meta")
+    assert next(moved.params["feature"].parameters()).device.type == "meta"
+    assert next(net.parameters()).device.type == "cpu" and m.params["feature"] is net
+    assert m.to("cpu").params["feature"] is net  # already there: not copied
+
+
 # ---------------------------------------------------------------- deferred validation records
 
 
