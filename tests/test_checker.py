@@ -283,6 +283,61 @@ def test_a_missing_reference_is_reported_as_skipped_not_passed():
     assert report.passed == ("purity",)
 
 
+def _host_constant_metric(name, update):
+    init, _, finalize = _good_parts()
+    return fm.Metric(init=init, update=update, merge=merge_fields(MeanState("sum", "sum")), finalize=finalize,
+                     name=name)
+
+
+def test_catches_a_host_constant_built_on_the_device_every_update():
+    def update(s, x):  # planted: torch.tensor(python data, device=...) is a host-to-device copy per batch
+        offset = torch.tensor([0.0, 0.0], device=x.device).sum()
+        return MeanState(s.total + (x.double() + offset).sum(), s.count + x.numel())
+
+    with pytest.raises(AssertionError, match=r"host_tensor: law 'no host sync' broken: update copies host data "
+                                             r"to the device on every call \(torch.tensor\(host data, device=meta"):
+        check_metric(_host_constant_metric("host_tensor", update), _batches(), laws=("no host sync",))
+
+
+def test_catches_a_host_constant_moved_to_the_device_every_update():
+    weights = torch.ones(2, dtype=torch.float64)
+
+    def update(s, x):  # planted: a module-level host constant moved with .to(device) on every batch
+        return MeanState(s.total + x.double().sum() * weights.to(x.device)[0], s.count + x.numel())
+
+    with pytest.raises(AssertionError, match=r"moved: law 'no host sync' broken: .*_to_copy.* of a host tensor "
+                                             r"of shape \(2,\)"):
+        check_metric(_host_constant_metric("moved", update), _batches(), laws=("no host sync",))
+
+
+def test_catches_a_python_list_index():
+    def update(s, x):  # planted: a list index becomes a host index tensor copied to the device
+        return MeanState(s.total + x.double()[[0]].sum() * 0 + x.double().sum(), s.count + x.numel())
+
+    with pytest.raises(AssertionError, match="listed: law 'no host sync' broken: update indexes with a Python"):
+        check_metric(_host_constant_metric("listed", update), _batches(), laws=("no host sync",))
+
+
+def test_catches_a_syncing_solver():
+    def update(s, x):  # planted: torch.linalg.svdvals synchronizes a CUDA device
+        scale = torch.linalg.svdvals(torch.eye(2, dtype=torch.float64)).max()
+        return MeanState(s.total + x.double().sum() * scale, s.count + x.numel())
+
+    with pytest.raises(AssertionError, match="solver: law 'no host sync' broken: update calls `linalg_svdvals`"):
+        check_metric(_host_constant_metric("solver", update), _batches(), laws=("no host sync",))
+
+
+def test_a_constant_built_once_per_device_is_allowed():
+    cache = {}
+
+    def update(s, x):  # built on the device by the first update, reused after: no per-update copy
+        if x.device not in cache:
+            cache[x.device] = torch.tensor([1.0, 1.0], dtype=torch.float64).to(x.device)
+        return MeanState(s.total + x.double().sum() * cache[x.device][0], s.count + x.numel())
+
+    check_metric(_host_constant_metric("cached", update), _batches(), laws=("no host sync",))
+
+
 # which planted-defect tests each law must catch: with the law disabled, every one of them fails
 PLANTED = {
     "purity": [test_catches_in_place_update, test_catches_input_mutation,
@@ -294,7 +349,9 @@ PLANTED = {
     "merge associativity": [test_catches_non_associative_merge],
     "distributed equivalence": [test_catches_merge_that_breaks_on_an_empty_rank],
     "vmap": [test_catches_a_value_that_changes_under_vmap],
-    "no host sync": [test_catches_boolean_mask_indexing],
+    "no host sync": [test_catches_boolean_mask_indexing, test_catches_a_host_constant_built_on_the_device_every_update,
+                     test_catches_a_host_constant_moved_to_the_device_every_update, test_catches_a_python_list_index,
+                     test_catches_a_syncing_solver],
     "compile": [test_catches_a_value_that_changes_under_compile],
     "compile epoch": [test_catches_a_recompile_storm],
     "serialization": [test_catches_state_that_does_not_serialize,
