@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import fmetrics
+from benchmarks._checks import ROUNDS, assert_agrees, fresh, updated, workload_tolerance
 
 torchmetrics = pytest.importorskip("torchmetrics")
 
@@ -36,14 +37,16 @@ def _torchmetrics_stream(tm_class, batches):
 def test_update_fmetrics(benchmark, name, factory, tm_class):
     benchmark.group = f"aggregation-{name}-update"
     m, x = factory(), torch.randn(4096, 16)
-    benchmark(m.update, m.init(), x)
+    state = benchmark(m.update, m.init(), x)
+    assert_agrees(m.finalize(state), getattr(torchmetrics, tm_class)()(x), workload_tolerance(f"aggregation/{name}"))
 
 
 @params
 def test_update_torchmetrics(benchmark, name, factory, tm_class):
     benchmark.group = f"aggregation-{name}-update"
-    m, x = getattr(torchmetrics, tm_class)(), torch.randn(4096, 16)
-    benchmark(m.update, x)
+    x = torch.randn(4096, 16)
+    metric = benchmark.pedantic(updated, setup=fresh(getattr(torchmetrics, tm_class), x), rounds=ROUNDS, iterations=1)
+    assert_agrees(metric.compute(), factory()(x), workload_tolerance(f"aggregation/{name}"))
 
 
 @params

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import fmetrics
+from benchmarks._checks import assert_agrees, workload_tolerance
 
 F = pytest.importorskip("torchmetrics.functional.audio")
 
@@ -26,7 +27,8 @@ def test_snr_family(benchmark, name):
 def test_snr_family_torchmetrics(benchmark, name):
     benchmark.group = f"audio-{name}"
     p, t = _pair((16, 16000))
-    benchmark(lambda: getattr(F, name)(p, t).mean())
+    value = benchmark(lambda: getattr(F, name)(p, t).mean())
+    assert_agrees(value, getattr(fmetrics.audio, name)()(p, t), workload_tolerance(f"audio/{name}"))
 
 
 def test_sdr(benchmark):

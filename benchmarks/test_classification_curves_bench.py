@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import fmetrics
+from benchmarks._checks import ROUNDS, assert_agrees, fresh, updated, workload_tolerance
 
 tmc = pytest.importorskip("torchmetrics.classification")
 
@@ -17,13 +18,18 @@ def _scores(n):
 def test_binned_update_fmetrics(benchmark):
     benchmark.group = "curves-binned-update"
     m, (p, t) = fmetrics.binary_auroc(thresholds=1000), _scores(10**4)
-    benchmark(m.update, m.init(), p, t)
+    state = benchmark(m.update, m.init(), p, t)
+    want = tmc.BinaryAUROC(thresholds=1000)(p, t)
+    assert_agrees(m.finalize(state), want, workload_tolerance("classification/binary_auroc_binned"))
 
 
 def test_binned_update_torchmetrics(benchmark):
     benchmark.group = "curves-binned-update"
-    m, (p, t) = tmc.BinaryAUROC(thresholds=1000), _scores(10**4)
-    benchmark(m.update, p, t)
+    p, t = _scores(10**4)
+    setup = fresh(lambda: tmc.BinaryAUROC(thresholds=1000), p, t)
+    metric = benchmark.pedantic(updated, setup=setup, rounds=ROUNDS, iterations=1)
+    want = fmetrics.binary_auroc(thresholds=1000)(p, t)
+    assert_agrees(metric.compute(), want, workload_tolerance("classification/binary_auroc_binned"))
 
 
 def _exact_fm(p, t):
@@ -43,9 +49,13 @@ def _exact_tm(p, t):
 
 def test_exact_auroc_fmetrics(benchmark):
     benchmark.group = "curves-exact-auroc-1e6"
-    benchmark(_exact_fm, *_scores(10**6))
+    data = _scores(10**6)
+    value = benchmark(_exact_fm, *data)
+    assert_agrees(value, _exact_tm(*data), workload_tolerance("classification/binary_auroc_exact_1e6"))
 
 
 def test_exact_auroc_torchmetrics(benchmark):
     benchmark.group = "curves-exact-auroc-1e6"
-    benchmark(_exact_tm, *_scores(10**6))
+    data = _scores(10**6)
+    value = benchmark(_exact_tm, *data)
+    assert_agrees(value, _exact_fm(*data), workload_tolerance("classification/binary_auroc_exact_1e6"))

@@ -1,8 +1,8 @@
 """COCO bbox / segm mAP: fmetrics vs pycocotools vs faster-coco-eval on one set; every timed result is checked
 against pycocotools' summary numbers (1e-12)."""
-import numpy as np
 import pytest
 
+from benchmarks._checks import assert_agrees, workload_tolerance
 from benchmarks.detection import coco_dicts, coco_set, cocoeval_run, fmetrics_map
 
 pytest.importorskip("pycocotools", reason="the reference is pycocotools' COCOeval")
@@ -24,37 +24,36 @@ def segm():
     return preds, target, gt_d, dt_d, cocoeval_run(gt_d, dt_d, "segm", "pycocotools")().numpy()
 
 
-def _check(value, want):
-    np.testing.assert_allclose(np.asarray(value), want, rtol=0, atol=1e-12)
+BBOX, SEGM = workload_tolerance("detection/map_bbox_500"), workload_tolerance("detection/map_segm_100")
 
 
 def test_map_bbox_fmetrics(benchmark, bbox):
     benchmark.group = "detection-map-bbox"
     preds, target, _, _, want = bbox
-    _check(benchmark(fmetrics_map(preds, target)), want)
+    assert_agrees(benchmark(fmetrics_map(preds, target)), want, BBOX)
 
 
 def test_map_bbox_pycocotools(benchmark, bbox):
     benchmark.group = "detection-map-bbox"
     _, _, gt_d, dt_d, want = bbox
-    _check(benchmark(cocoeval_run(gt_d, dt_d, "bbox", "pycocotools")), want)
+    assert_agrees(benchmark(cocoeval_run(gt_d, dt_d, "bbox", "pycocotools")), want, BBOX)
 
 
 def test_map_bbox_faster_coco_eval(benchmark, bbox):
     pytest.importorskip("faster_coco_eval")
     benchmark.group = "detection-map-bbox"
     _, _, gt_d, dt_d, want = bbox
-    _check(benchmark(cocoeval_run(gt_d, dt_d, "bbox", "faster")), want)
+    assert_agrees(benchmark(cocoeval_run(gt_d, dt_d, "bbox", "faster")), want, BBOX)
 
 
 def test_map_segm_fmetrics(benchmark, segm):
     benchmark.group = "detection-map-segm"
     preds, target, _, _, want = segm
-    _check(benchmark(fmetrics_map(preds, target, "segm")), want)
+    assert_agrees(benchmark(fmetrics_map(preds, target, "segm")), want, SEGM)
 
 
 def test_map_segm_faster_coco_eval(benchmark, segm):
     pytest.importorskip("faster_coco_eval")
     benchmark.group = "detection-map-segm"
     _, _, gt_d, dt_d, want = segm
-    _check(benchmark(cocoeval_run(gt_d, dt_d, "segm", "faster")), want)
+    assert_agrees(benchmark(cocoeval_run(gt_d, dt_d, "segm", "faster")), want, SEGM)

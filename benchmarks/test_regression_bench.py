@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import fmetrics
+from benchmarks._checks import ROUNDS, assert_agrees, fresh, updated, workload_tolerance
 
 tm = pytest.importorskip("torchmetrics.regression")
 
@@ -23,23 +24,29 @@ def _batch():
 def test_update_fmetrics(benchmark, name, factory, tm_class):
     benchmark.group = f"regression-{name}-update"
     m, (p, t) = factory(num_outputs=16), _batch()
-    benchmark(m.update, m.init(), p, t)
+    state = benchmark(m.update, m.init(), p, t)
+    want = getattr(tm, tm_class)(num_outputs=16)(p, t)
+    assert_agrees(m.finalize(state), want, workload_tolerance(f"regression/{name}"))
 
 
 @params
 def test_update_torchmetrics(benchmark, name, factory, tm_class):
     benchmark.group = f"regression-{name}-update"
-    m, (p, t) = getattr(tm, tm_class)(num_outputs=16), _batch()
-    benchmark(m.update, p, t)
+    p, t = _batch()
+    setup = fresh(lambda: getattr(tm, tm_class)(num_outputs=16), p, t)
+    metric = benchmark.pedantic(updated, setup=setup, rounds=ROUNDS, iterations=1)
+    assert_agrees(metric.compute(), factory(num_outputs=16)(p, t), workload_tolerance(f"regression/{name}"))
 
 
 def test_r2_update_fmetrics(benchmark):
     benchmark.group = "regression-r2_score-update"
     m, (p, t) = fmetrics.r2_score(num_outputs=16), _batch()
-    benchmark(m.update, m.init(), p, t)
+    state = benchmark(m.update, m.init(), p, t)
+    assert_agrees(m.finalize(state), tm.R2Score()(p, t), workload_tolerance("regression/r2_score"))
 
 
 def test_r2_update_torchmetrics(benchmark):
     benchmark.group = "regression-r2_score-update"
-    m, (p, t) = tm.R2Score(), _batch()
-    benchmark(m.update, p, t)
+    p, t = _batch()
+    metric = benchmark.pedantic(updated, setup=fresh(tm.R2Score, p, t), rounds=ROUNDS, iterations=1)
+    assert_agrees(metric.compute(), fmetrics.r2_score(num_outputs=16)(p, t), workload_tolerance("regression/r2_score"))

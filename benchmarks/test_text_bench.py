@@ -1,10 +1,11 @@
 """Hot paths of the text metrics on 500 synthetic sentence pairs: fmetrics vs sacrebleu / jiwer / torchmetrics.
 
-Each timed fmetrics result is checked against its oracle.
+Each timed fmetrics result is checked against its oracle, each timed peer result against fmetrics.
 """
 import pytest
 
 import fmetrics.text as ft
+from benchmarks._checks import assert_agrees, workload_tolerance
 from benchmarks.text import _streams, corpus
 
 HYPS, TARGETS = corpus(500, seed=1, refs=2)
@@ -26,7 +27,9 @@ def test_bleu_fmetrics(benchmark):
 def test_bleu_sacrebleu(benchmark):
     sacrebleu = pytest.importorskip("sacrebleu")
     benchmark.group = "text-bleu"
-    benchmark(lambda: sacrebleu.corpus_bleu(HYPS, _streams(TARGETS)))
+    got = benchmark(lambda: sacrebleu.corpus_bleu(HYPS, _streams(TARGETS)))
+    want = _one_shot(ft.sacre_bleu_score(), HYPS, TARGETS)()
+    assert_agrees(got.score / 100, want, workload_tolerance("text/sacre_bleu_score"))
 
 
 def test_chrf_fmetrics(benchmark):
@@ -44,7 +47,9 @@ def test_chrf_sacrebleu(benchmark):
     from sacrebleu.metrics import CHRF
 
     benchmark.group = "text-chrf"
-    benchmark(lambda: CHRF(word_order=2).corpus_score(HYPS, _streams(TARGETS)))
+    got = benchmark(lambda: CHRF(word_order=2).corpus_score(HYPS, _streams(TARGETS)))
+    want = _one_shot(ft.chrf_score(), HYPS, TARGETS)()
+    assert_agrees(got.score / 100, want, workload_tolerance("text/chrf_score"))
 
 
 @pytest.mark.parametrize("name,fn", [("word_error_rate", "wer"), ("match_error_rate", "mer")])
@@ -55,14 +60,17 @@ def test_asr_fmetrics(benchmark, name, fn):
     assert float(got) == pytest.approx(getattr(jiwer, fn)(REFS, HYPS), rel=1e-9)
 
 
-@pytest.mark.parametrize("fn", ["wer", "mer"])
-def test_asr_jiwer(benchmark, fn):
+@pytest.mark.parametrize("name,fn", [("word_error_rate", "wer"), ("match_error_rate", "mer")])
+def test_asr_jiwer(benchmark, name, fn):
     jiwer = pytest.importorskip("jiwer")
     benchmark.group = f"text-{fn}"
-    benchmark(lambda: getattr(jiwer, fn)(REFS, HYPS))
+    got = benchmark(lambda: getattr(jiwer, fn)(REFS, HYPS))
+    assert_agrees(got, _one_shot(getattr(ft, name)(), HYPS, REFS)(), workload_tolerance(f"text/{name}"))
 
 
 def test_wer_torchmetrics(benchmark):
     tm = pytest.importorskip("torchmetrics.functional.text")
     benchmark.group = "text-wer"
-    benchmark(lambda: tm.word_error_rate(HYPS, REFS))
+    got = benchmark(lambda: tm.word_error_rate(HYPS, REFS))
+    want = _one_shot(ft.word_error_rate(), HYPS, REFS)()
+    assert_agrees(got, want, workload_tolerance("text/word_error_rate"))
