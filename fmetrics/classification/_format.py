@@ -227,28 +227,23 @@ def argmax_classes(scores: torch.Tensor):
 
     For float32 / float64 scores without extra dimensions (and not tiny: below 2^15 scores the
     fixed cost per op dominates, and ``argmax`` is used) it avoids ``torch.argmax``, whose CPU kernel
-    does not vectorize, and uses vectorized passes instead (about 2x faster on CPU). With the row
-    maximum ``mx`` (``amax``) clamped to a finite ``m``, ``sign(x - m)`` is 0 exactly where
-    ``x == mx`` and -1 elsewhere in a finite row (``x - m == 0`` iff ``x == m`` in IEEE
-    arithmetic), +1 at the ``+inf`` entries of a row whose maximum is ``+inf`` and -1 everywhere in
-    an all ``-inf`` row. Adding the weight ``w_j = (C - j) / 2^k`` (``2^k > 2C``: exact, below 1/2)
-    makes the row's ``amax`` equal ``s + w`` of the first maximum, ``s`` in {-1, 0, 1}, so
-    ``j = C - (amax mod 1) * 2^k`` exactly. A NaN makes ``mx`` (and ``amax``) NaN, which flags the
-    row (its label is then 0). Three passes over a temporary the size of the scores, plus two ``amax``.
+    does not vectorize, and uses four vectorized passes instead: the row maximum ``mx`` (``amax``),
+    ``e = (x == mx)`` written as 0/1 in the scores' dtype (a bool output does not vectorize),
+    ``e * (C - j)`` in place, and its ``amax``, which is ``C - j`` of the first maximum (the weights
+    ``C - j`` are exact integers, decreasing in ``j``). Infinite maxima compare equal to themselves;
+    a NaN makes ``mx`` NaN, which flags the row (no entry equals it: the pass gives 0 and its label
+    is 0).
     """
     c = scores.shape[1]
     if (scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
-            or c > 2**20):
+            or c > 2**24 or torch._C._are_functorch_transforms_active()):  # vmap has no rule for ``out=``
         labels = scores.argmax(1)
         return labels, torch.isnan(scores.gather(1, labels.unsqueeze(1))[:, 0])
     x = scores[:, :, 0]
-    big = torch.finfo(x.dtype).max
     mx = x.amax(1, keepdim=True)
-    scale = 2.0 ** (2 * c).bit_length()
-    weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device) / scale  # (C - j) / 2^k
-    top = torch.sub(x, mx.clamp(-big, big)).sign_().add_(weight).amax(1, keepdim=True)
-    nan = torch.isnan(mx)
-    return (c - top.remainder(1.0).nan_to_num_(c / scale) * scale).long(), nan
+    weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device)  # C - j
+    first = torch.eq(x, mx, out=torch.empty_like(x)).mul_(weight).amax(1, keepdim=True)
+    return (c - first).remainder_(c).long(), torch.isnan(mx)
 
 
 # ------------------------------------------------------------------ helpers
