@@ -117,7 +117,12 @@ def invalid_init() -> Invalid:
 
 
 def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Invalid:
-    """Folds one update's offending entries (``bad`` mask over ``values``) into ``inv``; no host sync."""
+    """Folds one update's offending entries (``bad`` mask over ``values``) into ``inv``; no host sync.
+
+    A record with ``count == 0`` holds ``first == call == 0`` (`invalid_init`), and an update with no
+    offending entry gives a candidate ``first`` of 0, so keeping the old fields or taking this
+    update's is one ``where`` each.
+    """
     bad = bad.reshape(-1)
     n = count(bad)
     if bad.numel():
@@ -127,10 +132,11 @@ def invalid_flag(inv: Invalid, bad: torch.Tensor, values: torch.Tensor) -> Inval
         k = torch.where(bad, pos, bad.shape[0]).amin()
         first = torch.where(pos == k, values.reshape(-1), 0).sum().to(torch.float64)
     else:
-        first = inv.first
+        first = torch.zeros_like(inv.first)
     seen = inv.count > 0
-    call = torch.where(seen, inv.call, torch.where(n > 0, inv.calls + 1, torch.zeros_like(inv.call)))
-    return Invalid(inv.count + n, torch.where(seen | (n == 0), inv.first, first), call, inv.calls + 1)
+    calls = inv.calls + 1
+    return Invalid(inv.count + n, torch.where(seen, inv.first, first),
+                   torch.where(seen, inv.call, calls * (n > 0)), calls)
 
 
 def invalid_merge(a: Invalid, b: Invalid) -> Invalid:

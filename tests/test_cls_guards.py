@@ -30,7 +30,7 @@ def test_deferred_path_counts_and_raises_in_finalize_naming_value_and_call():
         m.finalize(s)
     assert "dropped" not in str(err.value)
     good = m.finalize(m.update(m.init(), torch.tensor([0, 1, 0, 1]), torch.tensor([0, 1, 0, 1])))
-    assert float(good) == 1.0 and int(s.counts[9]) == 4  # raw layout: [targets | preds | hits | entries]
+    assert float(good) == 1.0 and int(s.counts[:3].sum()) == 4  # raw layout: [targets | preds | hits]
 
 
 CASES_BAD = [
@@ -74,7 +74,7 @@ def test_invalid_entries_are_recorded_and_valid_ones_kept():
     with fm.validation.mode("deferred"):
         s = m.update(m.init(), torch.tensor([0, 1, 2, 1]), torch.tensor([0, 9, 2, 1]))
     assert int(s.invalid.count) == 1 and float(s.invalid.first) == 9.0 and int(s.invalid.call) == 1
-    hits, entries = s.counts[6:9], s.counts[9]  # raw layout: [targets | predictions | hits | entries]
+    hits, entries = s.counts[6:9], s.counts[:3].sum()  # raw layout: [targets | predictions | hits]
     assert hits.tolist() == [1, 1, 1] and entries.item() == 3  # the three valid entries are counted
 
 

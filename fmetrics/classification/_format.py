@@ -225,20 +225,21 @@ def argmax_classes(scores: torch.Tensor):
     """``(labels, nan)`` for scores ``(N, C, M)``: ``argmax`` over ``C`` (first maximum on ties) and
     whether the row holds a NaN, both ``(N, M)``.
 
-    For float32 / float64 scores without extra dimensions (and not tiny: below 2^15 scores the
-    fixed cost per op dominates, and ``argmax`` is used) it avoids ``torch.argmax``, whose CPU kernel
-    does not vectorize, and uses four vectorized passes instead: the row maximum ``mx`` (``amax``),
-    ``e = (x == mx)`` written as 0/1 in the scores' dtype (a bool output does not vectorize),
+    Elsewhere one ``torch.max`` over ``C`` gives both. On the CPU, for float32 / float64 scores
+    without extra dimensions (and not tiny: below 2^15 scores the fixed cost per op dominates) it
+    avoids ``torch.max`` / ``torch.argmax``, whose CPU kernels do not vectorize, and uses four
+    vectorized passes instead: the row maximum ``mx`` (``amax``), ``e = (x == mx)`` written as 0/1 in the scores' dtype (a bool output does not vectorize),
     ``e * (C - j)`` in place, and its ``amax``, which is ``C - j`` of the first maximum (the weights
     ``C - j`` are exact integers, decreasing in ``j``). Infinite maxima compare equal to themselves;
     a NaN makes ``mx`` NaN, which flags the row (no entry equals it: the pass gives 0 and its label
     is 0).
     """
     c = scores.shape[1]
-    if (scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
-            or c > 2**24 or torch._C._are_functorch_transforms_active()):  # vmap has no rule for ``out=``
-        labels = scores.argmax(1)
-        return labels, torch.isnan(scores.gather(1, labels.unsqueeze(1))[:, 0])
+    if (scores.device.type != "cpu" or scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64)
+            or scores.numel() < 2**15 or c > 2**24
+            or torch._C._are_functorch_transforms_active()):  # vmap has no rule for ``out=``
+        top, labels = scores.max(1)  # one kernel: the maximum and its first index (a NaN ranks first)
+        return labels, torch.isnan(top)
     x = scores[:, :, 0]
     mx = x.amax(1, keepdim=True)
     weight = torch.arange(c, 0, -1, dtype=x.dtype, device=x.device)  # C - j

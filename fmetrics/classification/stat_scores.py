@@ -54,7 +54,7 @@ MultidimAverage = Literal["global", "samplewise"]
 
 
 class StatScoresState(NamedTuple):
-    # int64 raw counts: multiclass (3C + 1,) [targets | predictions | hits per class | entries];
+    # int64 raw counts: multiclass (3C,) [targets | predictions | hits per class] (entries = sum of targets);
     # binary / multilabel (4, L) rows [targets, predicted positives, true positives, entries] per label;
     # samplewise: a tuple of chunks with a leading sample axis
     counts: object
@@ -83,24 +83,23 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
 
 
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool) -> torch.Tensor:
-    """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C) | n]``: ``(3C + 1,)``
-    or ``(N, 3C + 1)``, from one ``scatter_add``."""
+    """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C)]``: ``(3C,)`` or
+    ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``)."""
     c = num_classes
-    hit = keep & (labels == target)
-    index = torch.cat([target, labels + c, target + 2 * c, torch.full_like(target, 3 * c)], dim=1)
-    src = torch.cat([keep, keep, hit, keep], dim=1).long()
+    index = torch.cat([target, labels + c, target + 2 * c], dim=1)
+    src = torch.cat([keep, keep, keep & (labels == target)], dim=1).long()
     if samplewise:
-        bins = torch.zeros(labels.shape[0], 3 * c + 1, dtype=torch.int64, device=labels.device)
+        bins = torch.zeros(labels.shape[0], 3 * c, dtype=torch.int64, device=labels.device)
         return bins.scatter_add(1, index, src)
-    bins = torch.zeros(3 * c + 1, dtype=torch.int64, device=labels.device)
+    bins = torch.zeros(3 * c, dtype=torch.int64, device=labels.device)
     return bins.scatter_add(0, index.reshape(-1), src.reshape(-1))
 
 
 def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:
     """Raw state counts -> `Counts` ``tp, fp, tn, fn`` with the class axis last."""
     if task == "multiclass":
-        tt, pp, tp = raw[..., :3 * num].unflatten(-1, (3, num)).unbind(-2)
-        n = raw[..., 3 * num:]
+        tt, pp, tp = raw.unflatten(-1, (3, num)).unbind(-2)
+        n = tt.sum(-1, keepdim=True)
     else:
         tt, pp, tp, n = raw.unbind(-2)
     return Counts(tp, pp - tp, n - pp - tt + tp, tt - tp)
@@ -149,7 +148,7 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
         threshold = _format.check_threshold(name, threshold)
         top_k = None
 
-    width = (3 * num + 1,) if task == "multiclass" else (4, num)
+    width = (3 * num,) if task == "multiclass" else (4, num)
 
     def init():
         counts = () if samplewise else torch.zeros(width, dtype=torch.int64)

@@ -15,7 +15,7 @@ recall 0). Values are float64.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 import numpy as np
 import torch
@@ -33,48 +33,56 @@ class Counts(NamedTuple):
 
 
 class Sorted(NamedTuple):
-    """One column sorted (`sort_column`): host arrays in increasing score order, negatives first among equal scores."""
+    """One column sorted (`sort_column`): its order keys in increasing order, negatives first among equal keys.
 
-    values: np.ndarray  # the sorted scores, or their order bits when ``packed``
-    labels: np.ndarray  # int64 0/1
-    packed: bool
+    ``keys`` are `fmetrics._keys.float_key` of the scores (int64; equal scores, ``-0.0``
+    and ``+0.0`` included, have one key; NaN last), ``labels`` 0/1 small integers. NumPy
+    arrays on the host path, torch tensors on the scores' device on the device path
+    (`on_device_path`); `exact_counts` and `exact_auroc` take either.
+    """
+
+    keys: Union[np.ndarray, torch.Tensor]
+    labels: Union[np.ndarray, torch.Tensor]
+    dtype: torch.dtype  # the scores': thresholds are decoded to it
     device: torch.device
 
 
-def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
-    """The one sort of a column, shared by its counts and its AUROC (`Sorted`)."""
-    return Sorted(*_sorted(scores, labels), scores.device)
+TORCH_ON_CPU = False  # tests set it: CPU columns then take the device path
 
 
-def _sorted(scores: torch.Tensor, labels: torch.Tensor):
-    """Host arrays ``(values, labels, packed)`` in increasing score order, negatives first among equal scores.
+def on_device_path(device: torch.device) -> bool:
+    """Whether a column on ``device`` is sorted and counted by torch there: every device but the CPU.
 
-    float32 CPU scores (``packed``): the IEEE bits (magnitude bits of negatives
-    flipped) order like the values, so the int64 keys ``bits * 2 + label`` are
-    sorted with numpy's vectorized integer sort, which carries the labels
-    along (no argsort, no gather); ``values`` are then the order bits. Other
-    scores: two stable torch sorts on their device, then one copy to the host.
-    The arithmetic that follows runs in numpy (single pass each, no thread
-    start-up cost per operation).
+    On the CPU NumPy's single-pass kernels are cheaper (no per-operation thread
+    start-up); on an accelerator copying the column to the host would cost more
+    than the whole computation, so nothing leaves the device but a few scalars.
     """
-    labels = labels.detach()
-    if scores.dtype == torch.float32 and scores.device.type == "cpu":
-        s = scores.detach().numpy()
-        bits = _keys.ascending32(s)  # fmetrics._keys: -0.0 == +0.0, NaN last
-        _keys.pack_into(bits, [(bits, None), (labels.numpy(), 1)])
-        bits.sort()
-        labels = np.bitwise_and(bits, 1, out=np.empty(bits.shape, dtype=np.int8), casting="unsafe")
-        return np.right_shift(bits, 1, out=bits), labels, True  # the fields in place: bounded memory
-    by_label = torch.argsort(labels.to(torch.uint8), stable=True)
-    values, order = torch.sort(scores.detach()[by_label], stable=True)
-    return values.cpu().numpy(), labels[by_label][order].cpu().numpy().astype(np.int64), False
+    return device.type != "cpu" or TORCH_ON_CPU
 
 
-def _decode(values: np.ndarray, packed: bool) -> torch.Tensor:
-    """Scores back from `_sorted`'s values."""
-    if packed:
-        values = _keys.float32_from_key(values)
-    return torch.from_numpy(np.ascontiguousarray(values))
+def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
+    """The one sort of a column, shared by its counts and its AUROC (`Sorted`).
+
+    `fmetrics._keys.sort_flagged` of the float keys and the labels: one sort of
+    ``key * 2 + label`` (offset by the smallest key, in int32 for scores in
+    ``[0, 1]``), which carries the labels along (no argsort, no gather) -- by
+    NumPy on the CPU, by torch on the scores' device otherwise.
+    """
+    scores, labels = scores.detach(), labels.detach()
+    if on_device_path(scores.device):
+        keys, flags = _keys.sort_flagged(_keys.float_key(scores), labels)
+    else:
+        host = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()  # 16-bit: exact
+        keys, flags = _keys.sort_flagged(_keys.float_key(host.numpy()), labels.numpy())
+    return Sorted(keys, flags, scores.dtype, scores.device)
+
+
+def _thresholds(column: Sorted, at) -> torch.Tensor:
+    """The scores (as the column's dtype, on its device) of the sorted keys at positions ``at``."""
+    values = _keys.float_from_key(column.keys[at], column.dtype == torch.float64)
+    if isinstance(values, np.ndarray):
+        values = torch.from_numpy(np.ascontiguousarray(values))
+    return values.to(column.device, column.dtype)
 
 
 def exact_counts(column: Sorted) -> Counts:
@@ -84,16 +92,31 @@ def exact_counts(column: Sorted) -> Counts:
     equal scores ``t``: ``tps(t) = P - (positives before a)`` and
     ``fps(t) = (n - a) - tps(t)``.
     """
-    values, ordered, packed, dev = column
-    n = values.size
+    keys, ordered, _, dev = column
+    n = keys.shape[0]
+    if isinstance(keys, torch.Tensor):
+        starts, before, pos = _runs(keys, ordered)
+        starts, tps = starts.flip(0), pos - before.flip(0)  # decreasing thresholds
+        return Counts(n - starts - tps, tps, _thresholds(column, starts), pos, n - pos, True)
     cum = np.cumsum(ordered)
-    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     starts = np.concatenate([np.zeros(min(n, 1), dtype=np.int64), starts])[::-1]  # decreasing thresholds
     pos = int(cum[-1]) if n else 0
     tps = pos - np.where(starts > 0, cum[np.maximum(starts - 1, 0)], 0)
     as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(dev)  # noqa: E731
-    return Counts(as_t(n - starts - tps), as_t(tps), _decode(values[starts], packed).to(dev),
+    return Counts(as_t(n - starts - tps), as_t(tps), _thresholds(column, starts),
                   torch.tensor(pos, device=dev), torch.tensor(n - pos, device=dev), True)
+
+
+def _runs(keys: torch.Tensor, labels: torch.Tensor):
+    """Device path: ``(starts, before, pos)`` -- the first index of each run of equal keys (increasing), the
+    positives before it (int64) and all positives (0-d). The run count is the one host read (a sync)."""
+    first = torch.ones(keys.shape, dtype=torch.bool, device=keys.device)
+    torch.ne(keys[1:], keys[:-1], out=first[1:])
+    starts = torch.nonzero(first).reshape(-1)
+    cum = torch.cumsum(labels, 0)
+    pos = cum[-1] if keys.numel() else cum.new_zeros(())
+    return starts, cum[starts] - labels[starts], pos
 
 
 def is_hard(thresholds: torch.Tensor) -> bool:
@@ -107,16 +130,30 @@ def exact_auroc(column: Sorted, name: str):
     In increasing order with negatives first among equal scores, the
     positives beat ``U' = sum_pos (index - positives before) = n P - sum(cumsum) - P (P - 1) / 2``
     negatives; a run of equal scores with ``p`` positives and ``q`` negatives
-    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``. AUROC
-    is ``U / (P N)``, in exact integer arithmetic. No positives or no negatives
-    gives 0 with a warning (torchmetrics). ``hard``: see `is_hard`.
+    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``. The
+    device path sums over the runs instead: each run's ``p`` positives beat the
+    ``b`` negatives below it and tie its ``q``, ``2 U = sum_runs p (2 b + q)``.
+    AUROC is ``U / (P N)``, in exact integer arithmetic (int64 on the device).
+    No positives or no negatives gives 0 with a warning (torchmetrics).
+    ``hard``: see `is_hard`.
     """
-    values, ordered, packed, dev = column
-    n = values.size
-    pos = int(ordered.sum()) if n else 0
-    tied = np.flatnonzero(values[1:] == values[:-1])  # k: values[k] == values[k + 1]
-    hard = n > 0 and n - tied.size <= 2 and is_hard(_decode(values[[0, -1]], packed))
+    keys, ordered, _, dev = column
+    n = keys.shape[0]
     zero = torch.zeros((), dtype=torch.float64, device=dev)
+    if isinstance(keys, torch.Tensor):
+        starts, before, total = _runs(keys, ordered)
+        pos = int(total)
+        hard = n > 0 and starts.numel() <= 2 and is_hard(_thresholds(column, starts))
+        if pos == 0 or pos == n:
+            _warn(name, "positive" if pos == 0 else "negative")
+            return zero, hard
+        p = torch.cat([before[1:], total.reshape(1)]) - before  # positives per run
+        q = torch.diff(starts, append=starts.new_full((1,), n)) - p
+        twice_u = (p * (2 * (starts - before) + q)).sum()
+        return twice_u.double() / (2.0 * pos * (n - pos)), hard
+    pos = int(ordered.sum()) if n else 0
+    tied = np.flatnonzero(keys[1:] == keys[:-1])  # k: keys[k] == keys[k + 1]
+    hard = n > 0 and n - tied.size <= 2 and is_hard(_thresholds(column, [0, -1]))
     if pos == 0 or pos == n:
         _warn(name, "positive" if pos == 0 else "negative")
         return zero, hard
