@@ -2,9 +2,13 @@
 
 Both clouds are centred and scaled to unit Frobenius norm; the second is
 rotated (and scaled) onto the first by the orthogonal Procrustes solution
-``R = U V^T`` from the SVD of ``X^T Y``; the disparity is the remaining sum
-of squared differences, in [0, 1]. The metric averages the disparity of each
-pair of clouds over the stream (float64 sum and count: sum-mergeable).
+``R = U V^T`` from the SVD of ``M = X^T Y``; the disparity is the remaining sum
+of squared differences, ``1 - (sum of singular values of M)^2``, in [0, 1].
+
+`update` keeps each pair's ``D x D`` matrix ``M`` (float64 chunks, merged by
+joining): the SVD synchronizes a GPU with the host, so it runs in the
+finalizer, batched per chunk, which then averages, adds or lists the
+disparities.
 """
 from __future__ import annotations
 
@@ -20,25 +24,24 @@ from fmetrics.recipe import factory
 __all__ = ["procrustes_disparity"]
 
 
-class SumState(NamedTuple):
-    total: torch.Tensor  # float64
-    count: torch.Tensor  # int64
+class CrossState(NamedTuple):
+    cross: tuple  # float64 chunks [n, D, D]: X^T Y of each pair of normalized clouds
 
 
-class ValuesState(NamedTuple):
-    values: tuple  # float64 chunks [n]
-
-
-def disparity(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per-pair disparity of ``[B, N, D]`` clouds, in float64."""
+def cross_covariance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``M = X^T Y`` of ``[B, N, D]`` clouds centred and scaled to unit Frobenius norm: ``[B, D, D]`` float64."""
     a = a.to(torch.float64)
     b = b.to(torch.float64)
     a = a - a.mean(1, keepdim=True)
     b = b - b.mean(1, keepdim=True)
     a = a / torch.linalg.matrix_norm(a, keepdim=True)
     b = b / torch.linalg.matrix_norm(b, keepdim=True)
-    singular = torch.linalg.svdvals(a.transpose(1, 2) @ b)  # the optimal fit leaves 1 - (sum of sigma)^2
-    return (1.0 - singular.sum(-1) ** 2).clamp(min=0.0)
+    return a.transpose(1, 2) @ b
+
+
+def disparity_of(cross: torch.Tensor) -> torch.Tensor:
+    """Per-pair disparity ``1 - (sum_i sigma_i(M))^2`` (the optimal fit's residual) of ``[B, D, D]`` matrices."""
+    return (1.0 - torch.linalg.svdvals(cross).sum(-1) ** 2).clamp(min=0.0)
 
 
 def _check(a, b) -> tuple[torch.Tensor, torch.Tensor]:
@@ -60,7 +63,8 @@ def procrustes_disparity(*, reduction: Literal["mean", "sum", "none"] = "mean") 
 
     Args:
       reduction: ``"mean"`` (default) averages the disparities of all pairs
-        seen, ``"sum"`` adds them, ``"none"`` returns each (kept as chunks).
+        seen, ``"sum"`` adds them, ``"none"`` returns each. Every reduction
+        keeps each pair's ``D x D`` matrix ``X^T Y`` (the SVD runs in the finalizer).
 
     Inputs:
       ``update(state, point_cloud1, point_cloud2)``: float tensors ``(B, N, D)``
@@ -78,28 +82,15 @@ def procrustes_disparity(*, reduction: Literal["mean", "sum", "none"] = "mean") 
         tensor(0., dtype=torch.float64)
     """
     validation.check_policy("procrustes_disparity", "reduction", reduction, ("mean", "sum", "none"))
-    if reduction == "none":
-        def update_values(state, point_cloud1, point_cloud2):
-            a, b = _check(point_cloud1, point_cloud2)
-            return ValuesState((disparity(a.detach(), b.detach()),))
-
-        fam = Family(name="procrustes_values", key=(), init=lambda: ValuesState(()), update=update_values,
-                     reductions=ValuesState(values="cat"))
-        finish = lambda s: torch.cat(s.values) if s.values else torch.zeros(0, dtype=torch.float64)  # noqa: E731
-        return fam.metric("procrustes_disparity", finish, higher_is_better=False, bounds=(0.0, 1.0))
-
-    def init():
-        return SumState(torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64))
 
     def update(state, point_cloud1, point_cloud2):
         a, b = _check(point_cloud1, point_cloud2)
-        d = disparity(a.detach(), b.detach())
-        return SumState(state.total + d.sum(), state.count + d.shape[0])
+        return CrossState((cross_covariance(a.detach(), b.detach()),))
 
-    def finish(s: SumState) -> torch.Tensor:
-        if reduction == "sum":
-            return s.total
-        return s.total / s.count
+    def disparities(s: CrossState) -> torch.Tensor:  # chunk by chunk: D may differ between updates
+        return torch.cat([disparity_of(m) for m in s.cross]) if s.cross else torch.zeros(0, dtype=torch.float64)
 
-    fam = Family(name="procrustes_sum", key=(), init=init, update=update, reductions=SumState(total="sum", count="sum"))
+    finish = {"none": lambda d: d, "sum": torch.sum, "mean": torch.mean}[reduction]
+    fam = Family(name="procrustes", key=(), init=lambda: CrossState(()), update=update,
+                 reductions=CrossState(cross="cat"), shared=disparities)
     return fam.metric("procrustes_disparity", finish, higher_is_better=False, bounds=(0.0, 1.0))
