@@ -175,6 +175,11 @@ def _boxes(x, n, what, i, box_format):
     return to_xywh(x.detach(), box_format).to(torch.float64)
 
 
+def _ints_on(values: list, device: torch.device) -> torch.Tensor:
+    """Python ints as an int64 vector on ``device``, one fill each: a host-to-device copy would sync a GPU."""
+    return torch.stack([torch.full((), v, dtype=torch.int64, device=device) for v in values])
+
+
 def _update(state: DetectionState, preds, target, box_format: str, types: tuple) -> DetectionState:
     if not isinstance(preds, (list, tuple)) or not isinstance(target, (list, tuple)):
         raise validation.fail(_NAME, "preds, target", "lists of dicts (one per image)",
@@ -229,10 +234,10 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
             out["gt_masks"].append(tm.detach().reshape(-1).to(torch.bool, copy=True))
     if device is None:  # no image in this batch
         return _init()
-    out["det_counts"] = [torch.tensor(det_n, dtype=torch.int64, device=device)]
-    out["gt_counts"] = [torch.tensor(gt_n, dtype=torch.int64, device=device)]
+    out["det_counts"] = [_ints_on(det_n, device)]
+    out["gt_counts"] = [_ints_on(gt_n, device)]
     if segm:
-        out["image_hw"] = [torch.tensor(hw, dtype=torch.int64, device=device).reshape(-1, 2)]
+        out["image_hw"] = [_ints_on([v for shape in hw for v in shape], device).reshape(-1, 2)]
     return DetectionState(*(tuple([torch.cat(v)]) if v else () for v in (out[f] for f in DetectionState._fields)))
 
 

@@ -75,22 +75,30 @@ def _family(name: str, things: tuple, stuffs: tuple, allow_unknown: bool, modifi
     sorted_ids = sorted(things + stuffs)
     cont_of = {c: i for i, c in enumerate(things)}
     cont_of.update({c: nt + i for i, c in enumerate(stuffs)})
-    lut = [cont_of[c] for c in sorted_ids]
+    table = torch.tensor([sorted_ids, [cont_of[c] for c in sorted_ids]], dtype=torch.int64)  # ids, continuous ids
+    table_on = {table.device: table}
     known_ids = set(sorted_ids)
+
+    def ids_on(dev: torch.device) -> torch.Tensor:
+        """The id table on ``dev``, copied there once (a host-to-device copy in each update syncs a GPU)."""
+        t = table_on.get(dev)
+        if t is None:
+            t = table.to(dev)
+            if not torch.compiler.is_compiling():
+                table_on[dev] = t
+        return t
 
     def colors(x: torch.Tensor):
         """([B, N] continuous category (void = n_cat), [B, N] instance id (0 for stuff and void))."""
-        dev = x.device
         n = 1
         for d in x.shape[1:-1]:
             n *= d
         cat = x[..., 0].reshape(x.shape[0], n).to(torch.int64).contiguous()
         inst = x[..., 1].reshape(x.shape[0], n).to(torch.int64)
-        ids = torch.tensor(sorted_ids, dtype=torch.int64, device=dev)
+        ids, lut = ids_on(x.device)
         pos = torch.searchsorted(ids, cat).clamp(max=len(sorted_ids) - 1)
         known = ids.gather(0, pos.reshape(-1)).reshape(pos.shape) == cat
-        cont = torch.where(known, torch.tensor(lut, dtype=torch.int64, device=dev).gather(
-            0, pos.reshape(-1)).reshape(pos.shape), n_cat)
+        cont = torch.where(known, lut.gather(0, pos.reshape(-1)).reshape(pos.shape), n_cat)
         inst = torch.where(known & (cont < nt), inst, 0)
         return cont, inst, known
 
