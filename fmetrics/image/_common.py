@@ -116,10 +116,8 @@ def range_value(data_range, preds: torch.Tensor, target: torch.Tensor) -> torch.
 
     Inferred: ``max(preds.max - preds.min, target.max - target.min)`` over each image.
     """
-    if isinstance(data_range, tuple):
-        return torch.tensor(data_range[1] - data_range[0], dtype=preds.dtype, device=preds.device)
-    if data_range is not None:
-        return torch.tensor(data_range, dtype=preds.dtype, device=preds.device)
+    if data_range is not None:  # a fill on the device, not a host-to-device copy
+        return preds.new_full((), data_range[1] - data_range[0] if isinstance(data_range, tuple) else data_range)
     dims = tuple(range(1, preds.dim()))
     if preds.shape[0] == 0 or preds[0].numel() == 0:
         return torch.zeros(preds.shape[0], dtype=preds.dtype, device=preds.device)

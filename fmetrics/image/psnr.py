@@ -153,15 +153,13 @@ def blocking_effect(x: torch.Tensor, block_size: int) -> torch.Tensor:
     columns ``kB-1`` and ``kB``, and rows likewise), ``D_Bc`` the same over the
     other neighbour pairs; ``eta = log2 B / log2 min(H, W)`` when ``D_B > D_Bc``, else 0.
     """
-    n, _, h, w = x.shape
+    h, w = x.shape[-2:]
     x = x.to(torch.float64)
     dh = (x[..., :, 1:] - x[..., :, :-1]) ** 2  # (N, 1, H, W-1): pair (j, j+1) at column j
     dv = (x[..., 1:, :] - x[..., :-1, :]) ** 2
-    cols = [j for j in range(block_size - 1, w - 1, block_size)]
-    rows = [i for i in range(block_size - 1, h - 1, block_size)]
-    hb = dh[..., cols].sum(dim=(1, 2, 3)) if cols else x.new_zeros(n)
-    vb = dv[..., rows, :].sum(dim=(1, 2, 3)) if rows else x.new_zeros(n)
-    n_b = h * len(cols) + w * len(rows)
+    hb = dh[..., block_size - 1::block_size].sum(dim=(1, 2, 3))  # columns kB-1 < W-1: a strided view
+    vb = dv[..., block_size - 1::block_size, :].sum(dim=(1, 2, 3))
+    n_b = h * ((w - 1) // block_size) + w * ((h - 1) // block_size)
     n_bc = h * (w - 1) + w * (h - 1) - n_b
     d_b = (hb + vb) / max(n_b, 1)
     d_bc = (dh.sum(dim=(1, 2, 3)) + dv.sum(dim=(1, 2, 3)) - hb - vb) / max(n_bc, 1)

@@ -244,6 +244,11 @@ def _symmetric_pad(x: torch.Tensor, left: int, right: int, top: int, bottom: int
     return torch.cat(parts, dim=-2)
 
 
+def _laplacian(device: torch.device) -> torch.Tensor:
+    """The 3x3 high-pass ``[[-1,-1,-1],[-1,8,-1],[-1,-1,-1]] = 9 delta - 1``, built on ``device`` (no host copy)."""
+    return F.pad(torch.full((1, 1), 9.0, device=device), (1, 1, 1, 1)) - 1.0
+
+
 def _scc_maps(p: torch.Tensor, t: torch.Tensor, hp: torch.Tensor, window: int) -> torch.Tensor:
     n, ch, h, w = p.shape
     x = torch.stack((p, t), dim=2).reshape(n * ch * 2, 1, h, w)
@@ -293,12 +298,8 @@ def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None,
         1.0
     """
     name = "spatial_correlation_coefficient"
-    if hp_filter is None:
-        hp = torch.tensor([[-1.0, -1, -1], [-1, 8, -1], [-1, -1, -1]])
-    else:
-        if not isinstance(hp_filter, torch.Tensor) or hp_filter.dim() != 2:
-            raise validation.fail(name, "hp_filter", "a 2-D tensor", repr(hp_filter))
-        hp = hp_filter
+    if hp_filter is not None and (not isinstance(hp_filter, torch.Tensor) or hp_filter.dim() != 2):
+        raise validation.fail(name, "hp_filter", "a 2-D tensor", repr(hp_filter))
     c.check_positive(name, "window_size", window_size, integer=True)
     c.check_choice(name, "reduction", reduction, ("mean", "none", None))
 
@@ -311,7 +312,8 @@ def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None,
             raise validation.fail(name, "preds", f"images at least window_size={window_size} wide and high",
                                   f"shape {tuple(preds.shape)}")
         p, t = preds.to(torch.float32), target.to(torch.float32)
-        maps = _scc_maps(p, t, hp.to(device=p.device), window_size).detach()
+        hp = _laplacian(p.device) if hp_filter is None else hp_filter.to(device=p.device)
+        maps = _scc_maps(p, t, hp, window_size).detach()
         return maps if reduction == "mean" else maps.mean(dim=(1, 2, 3))
 
     return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "none",
@@ -339,13 +341,12 @@ def _uqi_sums(a: torch.Tensor, b: torch.Tensor):
 def _band_pairs(x: torch.Tensor):
     """UQI sums between every pair of bands ``(L, L)`` (upper triangle), entries per image pair."""
     length = x.shape[1]
-    iu = ([i for i in range(length) for _ in range(i + 1, length)],
-          [j for i in range(length) for j in range(i + 1, length)])
-    if not iu[0]:
-        return torch.zeros(length, length, dtype=torch.float64, device=x.device), 1
-    sums, entries = _uqi_sums(x[:, iu[0]], x[:, iu[1]])
     table = torch.zeros(length, length, dtype=torch.float64, device=x.device)
-    table = table.index_put((torch.tensor(iu[0], device=x.device), torch.tensor(iu[1], device=x.device)), sums)
+    if length < 2:
+        return table, 1
+    rows, cols = torch.triu_indices(length, length, 1, device=x.device)  # pairs l < r, built on the device
+    sums, entries = _uqi_sums(x.index_select(1, rows), x.index_select(1, cols))
+    table = table.index_put((rows, cols), sums)
     return table + table.T, entries
 
 

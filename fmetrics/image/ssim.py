@@ -347,8 +347,7 @@ def multiscale_structural_similarity_index_measure(
             stack = torch.relu(stack)
         elif normalize == "simple":
             stack = (stack + 1) / 2
-        w = torch.tensor(betas, dtype=stack.dtype, device=stack.device).view(-1, 1, 1)
-        return torch.prod(stack ** w, dim=0).mean(dim=1)
+        return torch.stack([v ** b for v, b in zip(stack, betas)]).prod(dim=0).mean(dim=1)  # Python exponents
 
     return c.scored(name, lambda p, t: scores(p, t).detach(), reduction, key=("ms_ssim",),
                     higher_is_better=True, is_differentiable=True, bounds=(0.0, 1.0))
