@@ -145,10 +145,9 @@ def hausdorff_distance(*, num_classes: int, include_background: bool = False,
         ep, et = edges(p, dims), edges(t, dims)
         flat = lambda x: x.reshape(x.shape[0], x.shape[1], math.prod(x.shape[2:]))  # noqa: E731
         has_p, has_t = flat(ep).any(-1), flat(et).any(-1)
-        ninf = torch.tensor(-torch.inf, dtype=torch.float64, device=p.device)
-        d = flat(torch.where(ep, distance_to(et, dims, distance_metric, sp), ninf)).amax(-1)
+        d = flat(torch.where(ep, distance_to(et, dims, distance_metric, sp), -math.inf)).amax(-1)
         if not directed:
-            d = torch.maximum(d, flat(torch.where(et, distance_to(ep, dims, distance_metric, sp), ninf)).amax(-1))
+            d = torch.maximum(d, flat(torch.where(et, distance_to(ep, dims, distance_metric, sp), -math.inf)).amax(-1))
         scored = has_p | has_t
         d = torch.where(has_p & has_t, d, torch.inf)
         return DistanceState(s.total + torch.where(scored, d, 0.0).sum(), s.count + scored.sum())
