@@ -73,6 +73,28 @@ _workload("pearson_corrcoef_16rows", fmetrics.pearson_corrcoef, "PearsonCorrCoef
           tm_kwargs={"num_outputs": COLS}, small=True, num_outputs=COLS)
 _workload("r2_score_16rows", fmetrics.r2_score, "R2Score",
           "R2 of 16 outputs, 1000 batches of 16x16 (per-update overhead)", small=True, num_outputs=COLS)
+_workload("explained_variance", fmetrics.explained_variance, "ExplainedVariance",
+          "explained variance (uniform average of 16 outputs), 4096x16 batches, vs ExplainedVariance",
+          num_outputs=COLS)
+_workload("mean_squared_error_16rows", fmetrics.mean_squared_error, "MeanSquaredError",
+          "MSE of 16 outputs, 1000 batches of 16x16 (per-update overhead)", tm_kwargs={"num_outputs": COLS},
+          small=True, num_outputs=COLS)
+_workload("mean_absolute_error_16rows", fmetrics.mean_absolute_error, "MeanAbsoluteError",
+          "MAE of 16 outputs, 1000 batches of 16x16 (per-update overhead)", tm_kwargs={"num_outputs": COLS},
+          small=True, num_outputs=COLS)
+_workload("explained_variance_16rows", fmetrics.explained_variance, "ExplainedVariance",
+          "explained variance of 16 outputs, 1000 batches of 16x16 (per-update overhead)", small=True,
+          num_outputs=COLS)
+
+# exact=False: a batch's arithmetic in float32, running sums in float64 (docs/benchmarks.md, "Exact or fast")
+_workload("mean_squared_error_fast", fmetrics.mean_squared_error, "MeanSquaredError",
+          "MSE with exact=False, 4096x16 batches", tm_kwargs={"num_outputs": COLS}, num_outputs=COLS, exact=False)
+_workload("mean_absolute_error_fast", fmetrics.mean_absolute_error, "MeanAbsoluteError",
+          "MAE with exact=False, 4096x16 batches", tm_kwargs={"num_outputs": COLS}, num_outputs=COLS, exact=False)
+_workload("r2_score_fast", fmetrics.r2_score, "R2Score", "R2 with exact=False, 4096x16 batches",
+          num_outputs=COLS, exact=False)
+_workload("explained_variance_fast", fmetrics.explained_variance, "ExplainedVariance",
+          "explained variance with exact=False, 4096x16 batches", num_outputs=COLS, exact=False)
 
 
 @register("regression/spearman_corrcoef", domain="regression",

@@ -121,6 +121,37 @@ def test_offset_data_after_a_one_row_first_batch():
     assert max(errors.values()) < 1e-9, errors
 
 
+def _near_1e4(seed=3, batches=20, rows=4096):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(batches, rows, generator=g, dtype=torch.float64)
+    target = (1e4 + z).float()
+    preds = (1e4 + 0.1 + 0.9 * z + 0.4 * torch.randn(batches, rows, generator=g, dtype=torch.float64)).float()
+    return list(zip(preds, target))
+
+
+def test_the_exact_default_and_the_fast_option_on_data_near_1e4():
+    """Issue 17: float32 inputs near 1e4. The default (``exact=True``) MSE, MAE, R² and explained variance are
+    within 1e-9 of scikit-learn in float64; ``exact=False`` (a batch's arithmetic in float32, running sums in
+    float64) is within 1e-4 -- the documented trade-off -- and not exact."""
+    batches = _near_1e4()
+    p = torch.cat([b[0] for b in batches]).double().numpy()
+    t = torch.cat([b[1] for b in batches]).double().numpy()
+    want = {"mse": skm.mean_squared_error(t, p), "mae": skm.mean_absolute_error(t, p), "r2": skm.r2_score(t, p),
+            "ev": skm.explained_variance_score(t, p)}
+    factories = {"mse": fm.mean_squared_error, "mae": fm.mean_absolute_error, "r2": fm.r2_score,
+                 "ev": fm.explained_variance}
+    for exact, bound in ((True, 1e-9), (False, 1e-4)):
+        for key, make in factories.items():
+            m = make(exact=exact)
+            s = m.init()
+            for a, b in batches:
+                s = m.update(s, a, b)
+            err = abs(float(m.finalize(s)) - want[key]) / abs(want[key])
+            assert err < bound, (key, exact, err)
+            if not exact and key in ("r2", "ev"):
+                assert err > 1e-12, (key, err)  # the float32 arithmetic shows: the option does what it says
+
+
 if __name__ == "__main__":
     data = offset_batches()
     ref = oracles(data)

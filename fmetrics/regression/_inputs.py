@@ -83,13 +83,26 @@ def square(x: torch.Tensor, *partners: torch.Tensor) -> torch.Tensor:
     return x * x if tracked else x.mul_(x)
 
 
-def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor, exact: bool = True) -> torch.Tensor:
     """``a - b`` computed in the accumulator dtype of ``like``, in a fresh buffer the caller may overwrite.
 
     Few, short-lived temporaries: on CPU a batch's buffers then stay under
     glibc's trim threshold, so large batches do not page-fault on every update.
+    ``exact=False``: in the inputs' own dtype when they are float32 / float64 of one dtype (`work_dtype`).
     """
-    return a.to(like.dtype, copy=True).sub_(b.to(like.dtype))
+    dtype = work_dtype(like.dtype, a, b, exact)
+    if dtype != like.dtype:
+        return torch.sub(a, b)
+    return a.to(dtype, copy=True).sub_(b.to(dtype))
+
+
+def work_dtype(acc: torch.dtype, a: torch.Tensor, b: torch.Tensor, exact: bool) -> torch.dtype:
+    """The dtype of a batch's arithmetic: the accumulator's, or with ``exact=False`` the inputs' own when
+    both are float32 / float64 of one dtype (half-precision and integer inputs stay exact: their sums
+    would overflow or wrap)."""
+    if exact or a.dtype != b.dtype or a.dtype not in (torch.float32, torch.float64):
+        return acc
+    return a.dtype
 
 
 # ---------------------------------------------------------------- NaN / inf (docs/regression.md, "Bad input")

@@ -97,7 +97,8 @@ def degenerate(n: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor) -> torch.T
     return (n < 2) | (m2 <= n.to(m2.dtype) * scale * scale) | ~torch.isfinite(m2)
 
 
-def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = ()):
+def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = (),
+           exact: bool = True):
     """``state`` (fields ``n, mean, m2[, c_xy], invalid``) after the rows of ``(N, D)`` ``x`` and ``y``.
 
     The two variables are ``(x, y)``, or ``(x, y - x)`` with ``residual``
@@ -107,7 +108,10 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     weights), ``"off"`` does neither (``nan_strategy="disable"``). On CPU in
     eager mode ``"count"`` instead raises at once when a batch sum is not
     finite, quoting the values of the ``raw`` inputs (the caller's ``(preds,
-    target)``, named in the message by ``name``).
+    target)``, named in the message by ``name``). ``exact=False``: the batch's
+    shifted sums in the inputs' float32 / float64 dtype (`_inputs.work_dtype`),
+    folded into the float64 state (the shift rounded to that dtype, so the
+    fold stays consistent).
     """
     rows = x.shape[0]
     if rows == 0:
@@ -118,7 +122,7 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
         mode = "off"
         inv = inv._replace(calls=inv.calls + 1)  # the same record as the deferred path keeps
     cross = len(state) == 5
-    acc = state.mean.dtype
+    acc = _inputs.work_dtype(state.mean.dtype, x, y, exact)
     if x.numel() <= STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
         z = torch.stack((x, y), 1).to(acc)
         if mode != "off":
@@ -128,7 +132,7 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
         if mode == "drop":
             w = _inputs.row_weights(z)
             z = torch.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
-        k = shift(state.n, state.mean, z[0])
+        k = shift(state.n, state.mean, z[0]).to(acc)
         z = z.sub_(k)
         if mode == "drop":
             z = z.mul_(w[:, None, None])
@@ -145,7 +149,7 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
             w = _inputs.row_weights(a) * _inputs.row_weights(b)
             a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
             b = torch.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
-        k = shift(state.n, state.mean, torch.stack((a[0], b[0])))
+        k = shift(state.n, state.mean, torch.stack((a[0], b[0]))).to(acc)
         a, b = a.sub_(k[0]), b.sub_(k[1])
         if mode == "drop":
             a, b = a.mul_(w[:, None]), b.mul_(w[:, None])
@@ -155,6 +159,9 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     if eager:
         _inputs.check_sum(name, ("preds", "target"), s1, *raw)
     count = w.sum().to(torch.int64) if mode == "drop" else rows
+    if acc != state.mean.dtype:  # exact=False: the float32 batch sums (and the rounded shift) folded in float64
+        k, s1, s2 = (v.to(state.mean.dtype) for v in (k, s1, s2))
+        sxy = sxy.to(state.mean.dtype) if cross else None
     n, mean, w_new = absorb(state.n, count, k, s1)
     fields = [n, mean, torch.addcmul(state.m2 + s2, s1, w_new, value=-1)]
     if cross:

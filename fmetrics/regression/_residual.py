@@ -33,8 +33,9 @@ class ResidualState(NamedTuple):
     invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
-def family(num_outputs: int, nan_strategy: str, name: str) -> Family:
-    """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`."""
+def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = True) -> Family:
+    """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`
+    (``exact=False``: batch sums in the inputs' dtype, `_moments.update`)."""
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
@@ -47,10 +48,10 @@ def family(num_outputs: int, nan_strategy: str, name: str) -> Family:
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        return _moments.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target))
+        return _moments.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target), exact=exact)
 
     tags = ResidualState(n=None, mean=None, m2=None, invalid=None)
-    return Family(name="regression.residual_moments", key=(num_outputs, mode), init=init, update=update,
+    return Family(name="regression.residual_moments", key=(num_outputs, mode, exact), init=init, update=update,
                   reductions=tags, merge=_moments.merge, weigh_rows=_moments.weigh_rows)
 
 

@@ -11,7 +11,7 @@ from fmetrics.regression.r2 import Multioutput, NanStrategy
 
 @factory
 def explained_variance(*, multioutput: Multioutput = "uniform_average", num_outputs: int = 1,
-                       nan_strategy: NanStrategy = "error") -> Metric:
+                       nan_strategy: NanStrategy = "error", exact: bool = True) -> Metric:
     """Explained variance ``1 - Var(t - p) / Var(t)`` per output, then ``multioutput``.
 
     Both variances are Chan-merged float64 moments (the state of `r2_score`).
@@ -23,6 +23,10 @@ def explained_variance(*, multioutput: Multioutput = "uniform_average", num_outp
       num_outputs: number of output columns (default ``1``: inputs ``(N,)``).
       nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
         ``"warn"``/``"ignore"`` (row left out) or ``"disable"`` (propagate).
+      exact: ``True`` (default): moments in float64 throughout. ``False``: a
+        batch's shifted sums in the inputs' float32 / float64 dtype, merged
+        into the float64 state -- faster on CPU, ~1e-7 relative error for
+        float32 (docs/benchmarks.md, "Exact or fast").
 
     Inputs:
       ``update(state, preds, target)``: real tensors ``(N,)`` or ``(N, num_outputs)``.
@@ -37,7 +41,8 @@ def explained_variance(*, multioutput: Multioutput = "uniform_average", num_outp
     """
     name = "explained_variance"
     _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
-    fam = _residual.family(num_outputs, nan_strategy, name)
+    _inputs.check_bool(name, "exact", exact)
+    fam = _residual.family(num_outputs, nan_strategy, name, exact)
 
     def finish(state):
         bad = _residual.undefined(name, state, nan_strategy)

@@ -5,12 +5,13 @@ from typing import Literal
 
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.regression import _elementwise
+from fmetrics.regression import _elementwise, _inputs
 
 
 @factory
 def mean_absolute_error(*, num_outputs: int = 1,
-                        nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
+                        nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error",
+                        exact: bool = True) -> Metric:
     """Mean absolute error ``MAE = 1/n sum_i |p_i - t_i|`` (float64 sums).
 
     Args:
@@ -19,6 +20,9 @@ def mean_absolute_error(*, num_outputs: int = 1,
       nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
         ``"warn"``, ``"ignore"`` (left out) or ``"disable"`` (propagate); see
         docs/regression.md.
+      exact: ``True`` (default): residuals and sums in float64. ``False``:
+        per batch in the inputs' float32 / float64 dtype, running sums in
+        float64 (docs/benchmarks.md, "Exact or fast").
 
     Inputs:
       ``update(state, preds, target)``: real tensors of one shape
@@ -33,6 +37,8 @@ def mean_absolute_error(*, num_outputs: int = 1,
         tensor(0.2500, dtype=torch.float64)
     """
     name = "mean_absolute_error"
-    fam = _elementwise.family("absolute_error", lambda d, p, t: d.abs_(), num_outputs, nan_strategy, name=name)
+    _inputs.check_bool(name, "exact", exact)
+    fam = _elementwise.family("absolute_error", lambda d, p, t: d.abs_(), num_outputs, nan_strategy, name=name,
+                              exact=exact)
     return _elementwise.member(fam, name, num_outputs, nan_strategy, higher_is_better=False, is_differentiable=True,
                                bounds=(0.0, None))

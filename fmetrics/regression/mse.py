@@ -10,15 +10,16 @@ from fmetrics.recipe import factory
 from fmetrics.regression import _elementwise, _inputs
 
 
-def squared_errors(num_outputs: int, nan_strategy: str, name: str):
+def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = True):
     """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
     return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
-                               name=name)
+                               name=name, exact=exact)
 
 
 @factory
 def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
-                       nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error") -> Metric:
+                       nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error",
+                       exact: bool = True) -> Metric:
     """Mean squared error ``MSE = 1/n sum_i (p_i - t_i)^2``, or ``RMSE = sqrt(MSE)`` with ``squared=False``.
 
     Sums are float64 over ``p - t`` computed in float64. MSE and RMSE of one
@@ -33,6 +34,10 @@ def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
         ``"error"`` (default; raised at once on CPU, else by `finalize` with
         the count), ``"warn"`` (left out, with a warning), ``"ignore"`` (left
         out silently) or ``"disable"`` (no check: they propagate).
+      exact: ``True`` (default): residuals, squares and sums in float64.
+        ``False``: per batch in the inputs' float32 / float64 dtype, running
+        sums in float64 -- faster on CPU, ~1e-7 relative error for float32
+        (docs/benchmarks.md, "Exact or fast").
 
     Inputs:
       ``update(state, preds, target)``: real tensors of one shape (any shape
@@ -52,6 +57,7 @@ def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
     """
     name = "mean_squared_error" if squared else "root_mean_squared_error"
     _inputs.check_bool(name, "squared", squared)
-    fam = squared_errors(num_outputs, nan_strategy, name)
+    _inputs.check_bool(name, "exact", exact)
+    fam = squared_errors(num_outputs, nan_strategy, name, exact)
     return _elementwise.member(fam, name, num_outputs, nan_strategy, post=None if squared else torch.sqrt,
                                higher_is_better=False, is_differentiable=True, bounds=(0.0, None))

@@ -17,7 +17,7 @@ Multioutput = Literal["raw_values", "uniform_average", "variance_weighted"]
 
 @factory
 def r2_score(*, adjusted: int = 0, multioutput: Multioutput = "uniform_average", num_outputs: int = 1,
-             nan_strategy: NanStrategy = "error") -> Metric:
+             nan_strategy: NanStrategy = "error", exact: bool = True) -> Metric:
     """R² ``1 - sum (t - p)^2 / sum (t - mean t)^2`` per output, then ``multioutput``.
 
     Sums of squares are Chan-merged float64 moments, so offset data keep their
@@ -37,6 +37,10 @@ def r2_score(*, adjusted: int = 0, multioutput: Multioutput = "uniform_average",
       nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
         ``"warn"``/``"ignore"`` (the row is left out) or ``"disable"``
         (propagate); see docs/regression.md.
+      exact: ``True`` (default): moments in float64 throughout. ``False``: a
+        batch's shifted sums in the inputs' float32 / float64 dtype, merged
+        into the float64 state -- faster on CPU, ~1e-7 relative error for
+        float32 (docs/benchmarks.md, "Exact or fast").
 
     Inputs:
       ``update(state, preds, target)``: real tensors ``(N,)`` or
@@ -55,7 +59,8 @@ def r2_score(*, adjusted: int = 0, multioutput: Multioutput = "uniform_average",
     if isinstance(adjusted, bool) or not isinstance(adjusted, int) or adjusted < 0:
         raise validation.fail(name, "adjusted", "an int >= 0", repr(adjusted))
     _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
-    fam = _residual.family(num_outputs, nan_strategy, name)
+    _inputs.check_bool(name, "exact", exact)
+    fam = _residual.family(num_outputs, nan_strategy, name, exact)
 
     def finish(state):
         bad = _residual.undefined(name, state, nan_strategy)

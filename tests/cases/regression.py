@@ -186,6 +186,7 @@ def _finite(fn):
     return ref
 
 
+FAST = {"rtol": 1e-5, "atol": 1e-6, "reference_rtol": 1e-5, "reference_atol": 1e-6}
 SORTED = {"canonical": lambda v: torch.sort(torch.as_tensor(v).reshape(-1)).values}  # per-row values: order-free
 
 CASES = [
@@ -212,6 +213,14 @@ CASES = [
            reference=_sk(skm.r2_score, multioutput=mo)) for mo in ("raw_values", "uniform_average",
                                                                   "variance_weighted")],
     Case("explained-variance", fm.explained_variance, {}, _pairs, reference=_sk(skm.explained_variance_score)),
+    # exact=False: a batch's arithmetic in float32 (float32 rounding depends on the batching: rtol 1e-5)
+    Case("mse-fast-multioutput", fm.mean_squared_error, {"num_outputs": 3, "exact": False}, lambda s: _pairs(s, d=3),
+         reference=_sk(skm.mean_squared_error, multioutput="raw_values"), check=FAST),
+    Case("mae-fast", fm.mean_absolute_error, {"exact": False}, _pairs, reference=_sk(skm.mean_absolute_error),
+         check=FAST),
+    Case("r2-fast", fm.r2_score, {"exact": False}, _pairs, reference=_sk(skm.r2_score), check=FAST),
+    Case("explained-variance-fast", fm.explained_variance, {"exact": False, "num_outputs": 2},
+         lambda s: _pairs(s, d=2), reference=_sk(skm.explained_variance_score), check=FAST),
     Case("explained-variance-weighted", fm.explained_variance, {"multioutput": "variance_weighted", "num_outputs": 3},
          lambda s: _pairs(s, d=3), reference=_sk(skm.explained_variance_score, multioutput="variance_weighted")),
     Case("explained-variance-raw", fm.explained_variance, {"multioutput": "raw_values", "num_outputs": 2},
