@@ -14,7 +14,9 @@ flipped, so the integer order is the float order):
 * `descending32` -- keys in ``[0, 2**32)`` in the *reverse* order
   (``descending32 = MAX32 - ascending32``); scores ``> 0`` have keys
   ``< DESCENDING_ZERO``;
-* `ascending64` -- float64 to int64 keys (any int64).
+* `ascending64` -- float64 to int64 keys (any int64); `float64_from_key` inverts it;
+* `float_key` -- `ascending64` for float64, `ascending32` for the narrower
+  floats (exact for them); `float_from_key` inverts it.
 
 In all of them ``-0.0`` and ``+0.0`` get one key, ``-inf``/``+inf`` the
 extreme keys of the finite-and-infinite range, and every NaN one key above
@@ -25,6 +27,10 @@ Packed keys (`pack`, `pack_into`, `field`): fields from the most to the least
 significant, each non-negative and narrower than its width (the first field
 may be any int64 that fits in the bits left), packed by shift-and-or; the
 lexicographic order of the fields is the integer order of the key.
+`sort_flagged` sorts keys carrying a 0/1 flag by one sort of
+``(key - min) * 2 + flag``, in 32 bits when the keys' span allows;
+`sort_flagged_floats` does it for float keys (on a GPU in as few passes as
+the data allow).
 
 Every function takes a torch tensor or a numpy array and returns the same
 kind; on CPU numpy's kernels are cheaper per call, so callers may pass
@@ -44,7 +50,12 @@ __all__ = [
     "descending32",
     "float32_from_key",
     "ascending64",
+    "float64_from_key",
+    "float_key",
+    "float_from_key",
     "float32_exact",
+    "sort_flagged",
+    "sort_flagged_floats",
     "fits",
     "pack",
     "pack_into",
@@ -144,6 +155,33 @@ def ascending64(x: Array) -> Array:
     return bits ^ ((bits >> 63) & _MAX64)
 
 
+def float64_from_key(key: Array) -> Array:
+    """The float64 values of `ascending64` keys (``+0.0`` for the zero key; NaN for the NaN key)."""
+    if _is_numpy(key):
+        k = key.astype(np.int64, copy=False)
+        return (k ^ ((k >> 63) & _MAX64)).view(np.float64)
+    k = key.to(torch.int64)
+    return (k ^ ((k >> 63) & _MAX64)).view(torch.float64)
+
+
+def _is_float64(x: Array) -> bool:
+    return x.dtype == (np.float64 if _is_numpy(x) else torch.float64)
+
+
+def float_key(x: Array) -> Array:
+    """int64 keys ordered like the float values of ``x``, exactly for every float dtype.
+
+    `ascending64` for float64; `ascending32` for float32, float16 and bfloat16
+    (their float32 images are exact). ``-0.0 == +0.0``; NaN one key, last.
+    """
+    return ascending64(x) if _is_float64(x) else ascending32(x)
+
+
+def float_from_key(key: Array, wide: bool) -> Array:
+    """The values of `float_key` keys: float64 when ``wide`` (keys of float64), else float32."""
+    return float64_from_key(key) if wide else float32_from_key(key)
+
+
 def float32_exact(x: torch.Tensor) -> bool:
     """Whether ``x``'s float32 image keeps every value (float16/bfloat16/float32, or float64 exactly representable).
 
@@ -196,3 +234,88 @@ def field(key: Array, shift: int, width: int | None = None) -> Array:
     """
     high = key >> shift if shift else key
     return high if width is None else high & ((1 << width) - 1)
+
+
+_SPAN32 = 1 << 30  # keys spanning less than this pack with a flag bit into int32
+_SPAN64 = 1 << 62  # ... into non-negative int64
+
+
+def sort_flagged(key: Array, flag: Array, bounds: Tuple[int, int] | None = None) -> Tuple[Array, Array, int]:
+    """``(keys, flags, offset)``: the integer ``key`` in increasing order, as ``keys + offset``, carrying the 0/1
+    ``flag`` along, flag 0 first among equal keys.
+
+    ONE sort of the packed keys ``(key - offset) * 2 + flag``: in int32 when
+    the keys span less than ``2**30`` (`float_key` of scores in ``[0, 1]``: a
+    32-bit sort, as cheap as sorting the floats), else in int64 when they span
+    less than ``2**62``; the flags are the low bit of the sorted keys (no
+    argsort, no gather) and ``keys`` the rest, in the packed dtype. ``offset``
+    is the smallest key, or 0 when the keys fit as they are. Keys spanning
+    more (`ascending64` keys of values of both signs beyond magnitude 2, or of
+    NaN and negative values) cannot carry the bit: a lexicographic sort
+    (numpy ``lexsort``; torch two stable sorts), int64 keys, offset 0. Flags
+    come back as small integers (numpy int8; torch the packed dtype).
+
+    ``bounds``: the keys' ``(min, max)`` when the caller knows them; else they
+    are read (numpy: two passes; torch: one ``aminmax``, a host read of two
+    scalars -- the data stay on their device).
+    """
+    n = key.shape[0]
+    if bounds is None:
+        if _is_numpy(key):
+            bounds = (int(key.min()), int(key.max())) if n else (0, 0)
+        else:
+            bounds = tuple(torch.stack(torch.aminmax(key)).tolist()) if n else (0, 0)
+    lo, hi = bounds
+    if hi - lo >= _SPAN64:
+        return _lexsort_flagged(key, flag) + (0,)
+    limit = _SPAN32 if hi - lo < _SPAN32 else _SPAN64
+    offset = 0 if 0 <= lo and hi < limit else lo
+    if _is_numpy(key):
+        packed = np.empty(n, dtype=np.int32 if limit == _SPAN32 else np.int64)
+        np.subtract(key, offset, out=packed, dtype=np.int64, casting="unsafe")  # in range: exact
+        np.left_shift(packed, 1, out=packed)
+        np.bitwise_or(packed, flag, out=packed, casting="unsafe")
+        packed.sort()
+        flags = np.bitwise_and(packed, 1, out=np.empty(n, dtype=np.int8), casting="unsafe")
+        return np.right_shift(packed, 1, out=packed), flags, offset
+    if limit == _SPAN32:  # key - offset fits in int32 (computed in int32 for int32 keys: no overflow)
+        rel = (key - offset if offset else key).to(torch.int32)
+    else:
+        rel = key.to(torch.int64)
+        rel = rel - offset if offset else rel
+    packed = torch.sort(torch.add(flag, rel, alpha=2)).values  # flag + 2 * rel
+    keys = packed >> 1
+    return keys, packed.bitwise_and_(1), offset
+
+
+def sort_flagged_floats(x: Array, flag: Array) -> Tuple[Array, Array, int]:
+    """`sort_flagged` of the `float_key` of the floats ``x``: ``keys + offset`` are their sorted keys.
+
+    torch float32 (and 16-bit) scores without NaN take a short cut: one
+    ``aminmax`` of the scores (a host read of two values) gives the key range
+    and shows whether there are negatives; the keys are the IEEE bits of
+    ``x + 0`` read as int32, with the magnitude bits of negatives flipped only
+    when there are some -- for probabilities two elementwise passes (that
+    and the packing) besides the 32-bit sort. numpy, float64 and NaN: the
+    int64 `float_key`.
+    """
+    if _is_numpy(x) or _is_float64(x) or x.numel() == 0:
+        return sort_flagged(float_key(x), flag)
+    x = _float32(x)
+    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    if lo != lo or hi != hi:  # NaN
+        return sort_flagged(float_key(x), flag)
+    bits = (x + 0.0).view(torch.int32)  # + 0 turns -0.0 into +0.0
+    if lo < 0:
+        bits.bitwise_xor_((bits >> 31).bitwise_and_(MAX32))
+    return sort_flagged(bits, flag, tuple(ascending32(np.array([lo, hi], dtype=np.float32)).tolist()))
+
+
+def _lexsort_flagged(key: Array, flag: Array) -> Tuple[Array, Array]:
+    """`sort_flagged` of keys too wide to carry the flag bit."""
+    if _is_numpy(key):
+        order = np.lexsort((flag, key))
+        return key[order], flag[order].astype(np.int8)
+    by_flag = torch.argsort(flag.to(torch.uint8), stable=True)
+    keys, order = torch.sort(key[by_flag], stable=True)
+    return keys, flag[by_flag][order].to(torch.int64)

@@ -143,3 +143,117 @@ def test_pack_into_writes_in_place_for_both_kinds():
     _keys.pack_into(out_np, [(a.numpy(), None), (b.numpy(), 1)])
     assert out_np.tolist() == [7, 0, 3]
     assert not _keys.fits(31, 32, 1)
+
+
+def _floats64(seed: int, n: int = 3000) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    bits = torch.randint(-(2**63), 2**63 - 1, (n,), generator=g, dtype=torch.int64)
+    return torch.cat([bits.view(torch.float64), torch.tensor(SPECIALS32, dtype=torch.float64),
+                      torch.tensor([1 + 2**-52, 1 - 2**-53, 5e-324, -5e-324, float("nan"), -float("nan")],
+                                   dtype=torch.float64)])
+
+
+def _same(a, b) -> bool:
+    """Equal values, NaN equal to NaN."""
+    a, b = torch.as_tensor(a), torch.as_tensor(b)
+    return a.dtype == b.dtype and bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_float64_from_key_round_trips(seed):
+    x = _floats64(seed)
+    for back in (_keys.float64_from_key(_keys.ascending64(x)),
+                 torch.from_numpy(_keys.float64_from_key(_keys.ascending64(x.numpy())))):
+        assert _same(back, x)
+        assert not bool(torch.signbit(back[x == 0]).any())  # -0.0 comes back as +0.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_float_key_is_exact_for_every_float_dtype(dtype):
+    x = (_floats64(2) if dtype == torch.float64 else _floats32(2)).to(dtype)
+    key = _keys.float_key(x)
+    assert key.dtype == torch.int64
+    assert torch.equal(_dense(key), _expected_rank(x.double()))
+    wide = dtype == torch.float64
+    assert _same(_keys.float_from_key(key, wide).to(dtype), x)
+    if dtype in (torch.float32, torch.float64):  # numpy has these two
+        assert torch.equal(torch.from_numpy(_keys.float_key(x.numpy())), key)
+        assert _same(torch.from_numpy(_keys.float_from_key(_keys.float_key(x.numpy()), wide)), x)
+
+
+def _lexsorted(key, flag):
+    order = np.lexsort((np.asarray(flag), np.asarray(key)))
+    return np.asarray(key)[order], np.asarray(flag)[order]
+
+
+KEY_CASES = {  # name: (low, high) of random int64 keys
+    "narrow, non-negative": (0, 2**30 - 1),  # int32, offset 0
+    "narrow, shifted": (-(2**29), 2**29),  # int32 with an offset
+    "narrow, far from zero": (2**62, 2**62 + 1000),
+    "int64 span": (-(2**40), 2**41),
+    "too wide for the bit": (-(2**62), 2**62),  # the lexicographic fallback
+}
+
+
+@pytest.mark.parametrize("case", list(KEY_CASES))
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_sort_flagged_is_a_lexicographic_sort_of_key_and_flag(case, kind):
+    lo, hi = KEY_CASES[case]
+    g = torch.Generator().manual_seed(len(case))
+    key = torch.randint(lo, hi, (3000,), generator=g, dtype=torch.int64)
+    key = torch.cat([key, key[:500], torch.tensor([lo, hi])])  # ties, and both bounds
+    flag = torch.rand(key.shape[0], generator=g) < 0.4
+    want_key, want_flag = _lexsorted(key.numpy(), flag.numpy())
+    arg = (key.numpy(), flag.numpy()) if kind == "numpy" else (key, flag)
+    keys, flags, offset = _keys.sort_flagged(*arg)
+    assert isinstance(keys, np.ndarray) == (kind == "numpy")
+    keys, flags = torch.as_tensor(keys), torch.as_tensor(flags)
+    assert keys.dtype == (torch.int32 if hi - lo < 2**30 else torch.int64)
+    assert offset == (0 if case == "narrow, non-negative" or hi - lo >= 2**62 else lo)
+    assert torch.equal(keys.to(torch.int64) + offset, torch.from_numpy(want_key))
+    assert torch.equal(flags.to(torch.int64), torch.from_numpy(want_flag).to(torch.int64))
+
+
+def test_sort_flagged_of_nothing_and_of_one():
+    for key, flag in ((torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.bool)),
+                      (torch.tensor([-7]), torch.tensor([True]))):
+        for arg in ((key, flag), (key.numpy(), flag.numpy())):
+            keys, flags, offset = _keys.sort_flagged(*arg)
+            assert torch.equal(torch.as_tensor(keys).to(torch.int64) + offset, key)
+            assert torch.equal(torch.as_tensor(flags).to(torch.int64), flag.to(torch.int64))
+
+
+def _float_data():
+    g = torch.Generator().manual_seed(5)
+    probs = torch.rand(2000, generator=g)
+    return {
+        "probabilities": probs,
+        "probabilities with ties": (probs * 8).round() / 8,
+        "signed, -0.0 and +0.0": torch.cat([torch.randn(2000, generator=g), torch.tensor([-0.0, 0.0, -0.0])]),
+        "zeros only": torch.tensor([0.0, -0.0, 0.0]),
+        "with NaN and infinities": torch.cat([probs[:500], torch.tensor([float("nan"), -float("nan"), float("inf"),
+                                                                          -float("inf"), -1.0])]),
+        "every bit pattern": _floats32(4),
+        "float16": torch.randn(2000, generator=g).to(torch.float16),
+        "bfloat16": torch.rand(2000, generator=g).to(torch.bfloat16),
+        "float64 probabilities": torch.rand(2000, generator=g, dtype=torch.float64),
+        "float64, every bit pattern": _floats64(6),
+        "empty": torch.zeros(0),
+    }
+
+
+@pytest.mark.parametrize("case", list(_float_data()))
+def test_sort_flagged_floats_sorts_the_float_keys(case):
+    x = _float_data()[case]
+    flag = torch.arange(x.shape[0]) % 3 == 0
+    want_key, want_flag = _lexsorted(_keys.float_key(x).numpy(), flag.numpy())
+    runs = [x]
+    if x.dtype in (torch.float32, torch.float64):
+        runs.append(x.numpy())
+    for arg in runs:
+        keys, flags, offset = _keys.sort_flagged_floats(arg, flag if isinstance(arg, torch.Tensor) else flag.numpy())
+        keys, flags = torch.as_tensor(keys), torch.as_tensor(flags)
+        assert torch.equal(keys.to(torch.int64) + offset, torch.from_numpy(want_key)), case
+        assert torch.equal(flags.to(torch.int64), torch.from_numpy(want_flag).to(torch.int64)), case
+    if case in ("probabilities", "probabilities with ties", "bfloat16"):
+        assert keys.dtype == torch.int32  # the 32-bit sort

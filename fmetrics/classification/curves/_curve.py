@@ -8,6 +8,10 @@ positives ``fps(t), tps(t)`` among the entries with ``score >= t``:
   the counts come from cumulative sums at the first entry of each run of equal scores;
 * binned -- the user's thresholds in the given order.
 
+Exact columns of CPU states are sorted and counted by NumPy on the host; those
+of any other device by torch on that device (`on_device_path`), where nothing
+but a few scalars leaves it.
+
 `roc` and `pr` follow torchmetrics' conventions for both kinds (the exact ROC
 starts at ``(0, 0)`` with threshold 1; the PR curve ends at precision 1,
 recall 0). Values are float64.
@@ -35,14 +39,15 @@ class Counts(NamedTuple):
 class Sorted(NamedTuple):
     """One column sorted (`sort_column`): its order keys in increasing order, negatives first among equal keys.
 
-    ``keys`` are `fmetrics._keys.float_key` of the scores (int64; equal scores, ``-0.0``
-    and ``+0.0`` included, have one key; NaN last), ``labels`` 0/1 small integers. NumPy
-    arrays on the host path, torch tensors on the scores' device on the device path
-    (`on_device_path`); `exact_counts` and `exact_auroc` take either.
+    ``keys + offset`` are `fmetrics._keys.float_key` of the scores (equal scores, ``-0.0``
+    and ``+0.0`` included, have one key; NaN last); ``keys`` are int32 or int64, ``labels``
+    0/1 small integers. NumPy arrays on the host path, torch tensors on the scores' device
+    on the device path (`on_device_path`); `exact_counts` and `exact_auroc` take either.
     """
 
     keys: Union[np.ndarray, torch.Tensor]
     labels: Union[np.ndarray, torch.Tensor]
+    offset: int
     dtype: torch.dtype  # the scores': thresholds are decoded to it
     device: torch.device
 
@@ -54,35 +59,53 @@ def on_device_path(device: torch.device) -> bool:
     """Whether a column on ``device`` is sorted and counted by torch there: every device but the CPU.
 
     On the CPU NumPy's single-pass kernels are cheaper (no per-operation thread
-    start-up); on an accelerator copying the column to the host would cost more
-    than the whole computation, so nothing leaves the device but a few scalars.
+    start-up); on an accelerator a copy of the column to the host would cost more
+    than the whole computation, so nothing leaves the device but a few scalars
+    (the key range, the number of distinct scores, the number of positives).
     """
     return device.type != "cpu" or TORCH_ON_CPU
 
 
 def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
-    """The one sort of a column, shared by its counts and its AUROC (`Sorted`).
+    """The one sort of a column, shared by its counts and its AUROC (`Sorted`)."""
+    return Sorted(*_sorted(scores.detach(), labels.detach()), scores.dtype, scores.device)
 
-    `fmetrics._keys.sort_flagged` of the float keys and the labels: one sort of
-    ``key * 2 + label`` (offset by the smallest key, in int32 for scores in
-    ``[0, 1]``), which carries the labels along (no argsort, no gather) -- by
-    NumPy on the CPU, by torch on the scores' device otherwise.
+
+def _sorted(scores: torch.Tensor, labels: torch.Tensor):
+    """``(keys, labels, offset)`` of `Sorted`: `fmetrics._keys.sort_flagged_floats`.
+
+    One sort of ``key * 2 + label`` (the float keys offset by the smallest, in
+    int32 for scores in ``[0, 1]``), which carries the labels along (no
+    argsort, no gather) -- by NumPy on the CPU, by torch on the scores' device
+    otherwise.
     """
-    scores, labels = scores.detach(), labels.detach()
     if on_device_path(scores.device):
-        keys, flags = _keys.sort_flagged(_keys.float_key(scores), labels)
-    else:
-        host = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()  # 16-bit: exact
-        keys, flags = _keys.sort_flagged(_keys.float_key(host.numpy()), labels.numpy())
-    return Sorted(keys, flags, scores.dtype, scores.device)
+        return _keys.sort_flagged_floats(scores, labels)
+    host = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()  # 16-bit: exact
+    return _keys.sort_flagged_floats(host.numpy(), labels.numpy())
 
 
 def _thresholds(column: Sorted, at) -> torch.Tensor:
-    """The scores (as the column's dtype, on its device) of the sorted keys at positions ``at``."""
-    values = _keys.float_from_key(column.keys[at], column.dtype == torch.float64)
+    """The scores of the sorted keys at positions ``at``, as the column's dtype on its device."""
+    keys = column.keys[at]
+    keys = (keys.astype(np.int64) if isinstance(keys, np.ndarray) else keys.to(torch.int64)) + column.offset
+    values = _keys.float_from_key(keys, column.dtype == torch.float64)
     if isinstance(values, np.ndarray):
         values = torch.from_numpy(np.ascontiguousarray(values))
     return values.to(column.device, column.dtype)
+
+
+def _runs(column: Sorted):
+    """Device path: ``(starts, before, pos)`` -- the first index of each run of equal keys (increasing), the
+    positives before it (int64) and all positives (0-d). The number of runs is a host read (a sync)."""
+    keys, labels = column.keys, column.labels
+    first = torch.empty(keys.shape, dtype=torch.bool, device=keys.device)
+    first[:1] = True
+    torch.ne(keys[1:], keys[:-1], out=first[1:])
+    starts = torch.nonzero(first).reshape(-1)
+    cum = torch.cumsum(labels, 0)
+    pos = cum[-1].clone() if keys.numel() else cum.new_zeros(())  # not a view: the n-long sums are freed
+    return starts, cum[starts] - labels[starts], pos
 
 
 def exact_counts(column: Sorted) -> Counts:
@@ -92,10 +115,10 @@ def exact_counts(column: Sorted) -> Counts:
     equal scores ``t``: ``tps(t) = P - (positives before a)`` and
     ``fps(t) = (n - a) - tps(t)``.
     """
-    keys, ordered, _, dev = column
+    keys, ordered, _, _, dev = column
     n = keys.shape[0]
     if isinstance(keys, torch.Tensor):
-        starts, before, pos = _runs(keys, ordered)
+        starts, before, pos = _runs(column)
         starts, tps = starts.flip(0), pos - before.flip(0)  # decreasing thresholds
         return Counts(n - starts - tps, tps, _thresholds(column, starts), pos, n - pos, True)
     cum = np.cumsum(ordered)
@@ -108,17 +131,6 @@ def exact_counts(column: Sorted) -> Counts:
                   torch.tensor(pos, device=dev), torch.tensor(n - pos, device=dev), True)
 
 
-def _runs(keys: torch.Tensor, labels: torch.Tensor):
-    """Device path: ``(starts, before, pos)`` -- the first index of each run of equal keys (increasing), the
-    positives before it (int64) and all positives (0-d). The run count is the one host read (a sync)."""
-    first = torch.ones(keys.shape, dtype=torch.bool, device=keys.device)
-    torch.ne(keys[1:], keys[:-1], out=first[1:])
-    starts = torch.nonzero(first).reshape(-1)
-    cum = torch.cumsum(labels, 0)
-    pos = cum[-1] if keys.numel() else cum.new_zeros(())
-    return starts, cum[starts] - labels[starts], pos
-
-
 def is_hard(thresholds: torch.Tensor) -> bool:
     """The distinct scores of a column are all 0 or 1 (hard labels, not scores)."""
     return thresholds.numel() <= 2 and bool(((thresholds == 0) | (thresholds == 1)).all())
@@ -127,29 +139,29 @@ def is_hard(thresholds: torch.Tensor) -> bool:
 def exact_auroc(column: Sorted, name: str):
     """``(AUROC, hard)``: the Mann-Whitney statistic with ties counting 1/2 (= the trapezoidal ROC area).
 
-    In increasing order with negatives first among equal scores, the
+    Host path: in increasing order with negatives first among equal scores, the
     positives beat ``U' = sum_pos (index - positives before) = n P - sum(cumsum) - P (P - 1) / 2``
     negatives; a run of equal scores with ``p`` positives and ``q`` negatives
-    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``. The
-    device path sums over the runs instead: each run's ``p`` positives beat the
-    ``b`` negatives below it and tie its ``q``, ``2 U = sum_runs p (2 b + q)``.
-    AUROC is ``U / (P N)``, in exact integer arithmetic (int64 on the device).
-    No positives or no negatives gives 0 with a warning (torchmetrics).
-    ``hard``: see `is_hard`.
+    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``.
+    Device path, over the runs: with ``x`` the negatives below a run and
+    ``x' = x + q`` those up to its end, ``2 U = sum_runs p (x + x')`` (the
+    trapezoids of the ROC curve in counts). AUROC is ``U / (P N)``, in exact
+    integer arithmetic (int64 on the device). No positives or no negatives
+    gives 0 with a warning (torchmetrics). ``hard``: see `is_hard`.
     """
-    keys, ordered, _, dev = column
+    keys, ordered, _, _, dev = column
     n = keys.shape[0]
     zero = torch.zeros((), dtype=torch.float64, device=dev)
     if isinstance(keys, torch.Tensor):
-        starts, before, total = _runs(keys, ordered)
+        starts, before, total = _runs(column)
         pos = int(total)
         hard = n > 0 and starts.numel() <= 2 and is_hard(_thresholds(column, starts))
         if pos == 0 or pos == n:
             _warn(name, "positive" if pos == 0 else "negative")
             return zero, hard
-        p = torch.cat([before[1:], total.reshape(1)]) - before  # positives per run
-        q = torch.diff(starts, append=starts.new_full((1,), n)) - p
-        twice_u = (p * (2 * (starts - before) + q)).sum()
+        below = starts - before  # negatives below each run
+        up_to = torch.cat([below[1:], below.new_full((1,), n - pos)])  # ... and up to its end
+        twice_u = (torch.diff(before, append=total.reshape(1)) * (below + up_to)).sum()
         return twice_u.double() / (2.0 * pos * (n - pos)), hard
     pos = int(ordered.sum()) if n else 0
     tied = np.flatnonzero(keys[1:] == keys[:-1])  # k: keys[k] == keys[k + 1]

@@ -55,8 +55,8 @@ def _on_pr(counts, fam, floor, best_recall: bool):
     value, limit = (recall, precision) if best_recall else (precision, recall)
     # an undefined (0 / 0: no prediction above the threshold) precision or recall never qualifies
     i = _lexmax([value, limit, thr.double()], (limit >= floor) & ~torch.isnan(value))
-    best = value[i] if i is not None else torch.zeros((), dtype=torch.float64)
-    t = thr[i] if i is not None and best != 0 else torch.tensor(float("nan"), dtype=thr.dtype)
+    best = value[i] if i is not None else torch.zeros((), dtype=torch.float64, device=value.device)
+    t = thr[i] if i is not None and best != 0 else torch.full((), float("nan"), dtype=thr.dtype, device=thr.device)
     return best, t
 
 
@@ -65,7 +65,8 @@ def _on_roc(counts, fam, floor, best_sensitivity: bool):
     value, limit = (tpr, 1 - fpr) if best_sensitivity else (1 - fpr, tpr)
     ok = limit >= floor
     if not bool(ok.any()):
-        return torch.zeros((), dtype=torch.float64), torch.tensor(1e6, dtype=thr.dtype)
+        return (torch.zeros((), dtype=torch.float64, device=value.device),
+                torch.full((), 1e6, dtype=thr.dtype, device=thr.device))
     i = torch.nonzero(ok).reshape(-1)[torch.argmax(value[ok])]
     return value[i], thr[i]
 

@@ -37,7 +37,7 @@ def _interp(x: torch.Tensor, xp: torch.Tensor, fp: torch.Tensor) -> torch.Tensor
 def _logauc(fpr: torch.Tensor, tpr: torch.Tensor, fpr_range: tuple, name: str) -> torch.Tensor:
     if fpr.numel() < 2:
         warnings.warn(f"{name}: the ROC curve has fewer than two points; log-AUC is 0", UserWarning, stacklevel=3)
-        return torch.zeros((), dtype=torch.float64)
+        return torch.zeros((), dtype=torch.float64, device=fpr.device)
     bounds = torch.tensor(fpr_range, dtype=torch.float64, device=fpr.device)
     tpr = torch.cat([tpr, _interp(bounds, fpr, tpr)]).sort().values
     log_fpr = torch.log10(torch.cat([fpr, bounds]).sort().values)
