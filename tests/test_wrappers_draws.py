@@ -84,3 +84,25 @@ def test_bootstrap_counts_follow_the_definition():
     keys = np.concatenate([D.offset_keys(9, (x[:25],), 0), D.offset_keys(9, (x[25:],), 25)])
     np.testing.assert_allclose(m.finalize(s)["raw"].numpy(), D.poisson_counts(keys, 6) @ x.double().numpy(),
                                rtol=1e-12)
+
+
+def _poisson_counts_by_view(sample_hash, num_replicates, dtype, first=0):
+    """`poisson1_counts` as it read the draws before: a ``uint16`` view of the hashes (no vmap rule in torch 2.11)."""
+    groups = -(-num_replicates // 4)
+    salt = _draws.mix((torch.arange(groups, dtype=torch.int64) + 1 + first // 4) * _draws._GOLDEN)
+    h = _draws.mix(sample_hash.unsqueeze(-1) ^ salt)
+    draws = h.view(torch.uint16)[..., :num_replicates]
+    counts = torch.index_select(_draws.counts16(h.device), 0, draws.reshape(-1).to(torch.int32))
+    return counts.reshape(draws.shape).to(dtype).transpose(-1, -2)
+
+
+@pytest.mark.parametrize("num_samples,first", [(1, 0), (3, 4), (8, 0), (200, 0), (13, 8)])
+def test_poisson_draws_by_shift_and_mask_equal_the_uint16_view(num_samples, first):
+    g = torch.Generator().manual_seed(num_samples)
+    hashes = torch.randint(-2**63, 2**63 - 1, (3, 257), generator=g)  # a leading batch axis too
+    hashes[0, :4] = torch.tensor([0, -1, 2**63 - 1, -2**63])
+    lib = _draws.poisson1_counts(hashes, num_samples, torch.float32, first)
+    assert torch.equal(lib, _poisson_counts_by_view(hashes, num_samples, torch.float32, first))
+    # and under vmap (the view had no batching rule there in torch 2.11)
+    mapped = torch.func.vmap(lambda h: _draws.poisson1_counts(h, num_samples, torch.float32, first))(hashes)
+    assert torch.equal(mapped, lib)

@@ -53,7 +53,13 @@ def sample_keys(seed: int, keys: torch.Tensor, stream: int | None = None) -> tor
 
 
 def content_hash(inputs: tuple, n: int) -> torch.Tensor:
-    """``(n,)`` hash of each row's input values (the bits of every tensor with a sample axis of ``n``)."""
+    """``(n,)`` hash of each row's input values (the bits of every tensor with a sample axis of ``n``).
+
+    Float values are read as their float64 bits through ``view(torch.int64)``: torch has no bitcast without
+    a view (unlike `poisson1_counts`' split of int64 hashes, which is plain arithmetic), so this one stays
+    a dtype view: under a vmap lacking a batching rule for ``view(dtype)`` (torch 2.11) a bootstrap update
+    that hashes float content (no ``sample_ids``) still fails; one keyed by sample ids does not.
+    """
     h = None
     for i, x in enumerate(inputs):
         if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] != n:
@@ -125,16 +131,21 @@ def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch
     inverse CDF (a 2^16-entry table): probabilities exact to 2^-16, counts
     capped at 7 (P(X > 7) = 1e-5). ``first`` must be a multiple of 4.
 
-    The hashes are laid out ``(B, groups)``, so their 16-bit halves read as a
-    contiguous ``(B, R)`` block: the table is read in memory order with an
-    int32 index (no transposing copy; an int64 index costs ~4x), and the result
-    is returned as the ``(R, B)`` transposed view.
+    The hashes are laid out ``(B, groups)`` and each is split into its four
+    16-bit fields by shift and mask (``(h >> 16 j) & 0xFFFF``: the little-endian
+    halves a ``uint16`` view would show, without the view -- torch 2.11's vmap
+    has no batching rule for ``view(dtype)``), so the draws form a contiguous
+    ``(B, R)`` block: the table is read in memory order with an int32 index (no
+    transposing copy; an int64 index costs ~4x), and the result is returned as
+    the ``(R, B)`` transposed view.
     """
     groups = -(-num_replicates // 4)
     salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
     h = mix(sample_hash.unsqueeze(-1) ^ salt)  # (..., B, groups)
-    draws = h.view(torch.uint16)[..., :num_replicates]  # (..., B, R): replicate 4g + j is half j of hash g
-    counts = torch.index_select(counts16(h.device), 0, draws.reshape(-1).to(torch.int32))  # a uint8 table
+    shifts = torch.arange(0, 64, 16, dtype=torch.int64, device=h.device)
+    halves = (h.unsqueeze(-1) >> shifts).to(torch.int32).bitwise_and_(0xFFFF)  # (..., B, groups, 4)
+    draws = halves.flatten(-2)[..., :num_replicates]  # (..., B, R): replicate 4g + j is half j of hash g
+    counts = torch.index_select(counts16(h.device), 0, draws.reshape(-1))  # a uint8 table, an int32 index
     return counts.reshape(draws.shape).to(dtype).transpose(-1, -2)
 
 
