@@ -1,6 +1,6 @@
 """Ranking helpers of the rank correlations (`spearman_corrcoef`, `kendall_rank_corrcoef`).
 
-Their state (the concatenated data) is the family in `fmetrics.regression._paired`.
+Their state (the chunks of the data) is the family in `fmetrics.regression._paired`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     host); other inputs one stable torch sort on their device.
     """
     n, d = x.shape
-    if x.dtype == torch.float32 and x.device.type == "cpu" and 0 < n < 2**32:
+    if x.dtype == torch.float32 and x.device.type == "cpu" and 0 < n < PACKED_ROWS:
         return torch.from_numpy(np.stack([_packed_ranks(c) for c in x.detach().numpy().T], 1))
     sorted_x, order = torch.sort(x, dim=0, stable=True)
     group = torch.cumsum(runs(sorted_x), 0) - 1 + torch.arange(d, device=x.device) * n  # unique per column
@@ -37,25 +37,126 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(avg).scatter_(0, order, avg)
 
 
-def _packed_ranks(column: np.ndarray) -> np.ndarray:
-    """Average ranks of a float32 column from one sort of int64 keys ``(ordered value bits << 32) | index``.
+# ---------------------------------------------------------------- packed keys: float32 columns on the host
+#
+# A float32 column of n < PACKED_ROWS values sorts as int64 keys ``(ascending32(value) << 32) | row``
+# (`sorted_keys`): the sorted keys give the order (low half) and the runs of equal values (high half)
+# without an argsort. Ranks are kept doubled and centred, exact integers:
+#
+#     c = 2 r - (n + 1) = a + b - n        for a run of equal values at sorted positions [a, b)
+#
+# (0-based; its average rank is r = (a + 1 + b) / 2), so that sum c = 0 and, with T = sum (t^3 - t)
+# over the runs of t equal values,
+#
+#     V = sum c^2 = (n^3 - n - T) / 3.
 
-    The IEEE bits with the magnitude bits of negatives flipped order like the
-    values (``+ 0`` folds -0.0 into +0.0; NaN sorts last, as in torch), so the
-    sorted keys give the order (low half) and the runs of equal values (high
-    half) without an argsort. Numpy's integer sort is vectorized (~5x a stable torch argsort).
+PACKED_ROWS = 1 << 31  # below this many rows the row fits the low 32 bits and c the high 32 (signed)
+_ROW_BITS = 32
+_ROW_MASK = (1 << _ROW_BITS) - 1
+_BLOCK = 1 << 14  # positions per step of the block walks: int64 temporaries of 128 KiB stay in cache
+
+
+def packable(xs: tuple, ys: tuple) -> bool:
+    """Whether the chunks of both columns are float32 CPU tensors with fewer than `PACKED_ROWS` rows in all."""
+    return (all(c.dtype == torch.float32 and c.device.type == "cpu" for c in xs + ys)
+            and sum(c.shape[0] for c in xs) < PACKED_ROWS)
+
+
+def sorted_keys(parts, n: int) -> np.ndarray:
+    """Sorted int64 keys ``(ascending32(value) << 32) | row`` of the float32 1-d arrays ``parts`` (``n`` values
+    in all; rows numbered through the parts).
+
+    Written block by block into the one ``n``-long array (no ``n``-long
+    temporary, no index array) and sorted in place by numpy's vectorized
+    integer sort. ``-0.0 == +0.0``; NaN sorts last (`fmetrics._keys.ascending32`).
     """
-    n = column.shape[0]
-    keys = _keys.ascending32(column)  # fmetrics._keys: -0.0 == +0.0, NaN last
-    _keys.pack_into(keys, [(keys, None), (np.arange(n, dtype=np.int64), 32)])
+    keys = np.empty(n, dtype=np.int64)
+    at = 0
+    for part in parts:
+        for s in range(0, part.shape[0], _BLOCK):
+            block = part[s: s + _BLOCK]
+            end = at + block.shape[0]
+            _keys.pack_into(keys[at:end], [(_keys.ascending32(block), None), (np.arange(at, end), _ROW_BITS)])
+            at = end
     keys.sort()
-    order = _keys.field(keys, 0, 32)
-    values = np.right_shift(keys, 32, out=keys)  # the value field in place (bounded memory)
-    start = np.concatenate(([True], values[1:] != values[:-1]))
+    return keys
+
+
+def walk_ranks(keys: np.ndarray, emit) -> int:
+    """Calls ``emit(rows, c)`` for consecutive pieces (at most `_BLOCK` long) of the `sorted_keys` ``keys``, with
+    ``rows`` their rows and ``c`` their centred doubled ranks ``a + b - n`` (int64); returns
+    ``T = sum (t^3 - t)`` over the runs of ``t`` equal values (a Python int, exact).
+
+    One pass in blocks: a run still open at a block's end is emitted when a
+    later block closes it (its rows are read again from ``keys``).
+    """
+    n = keys.shape[0]
+    ties = 0
+    start = 0  # first position of the open run
+    last = None  # value field at the end of the previous block
+    for s in range(0, n, _BLOCK):
+        values = keys[s: s + _BLOCK] >> _ROW_BITS
+        new = np.flatnonzero(values[1:] != values[:-1]) + (s + 1)  # runs starting in this block
+        if s and values[0] != last:
+            new = np.concatenate(([s], new))
+        last = values[-1]
+        if not new.size:
+            continue
+        bounds = np.concatenate(([start], new))  # runs [bounds[i], bounds[i + 1]) close here
+        _emit_run(keys, start, s, start + int(new[0]) - n, emit)  # the open run's part in earlier blocks
+        lengths = np.diff(np.concatenate(([s], new)))  # ... and the closed runs' parts in this block
+        emit(keys[s: new[-1]] & _ROW_MASK, np.repeat(bounds[:-1] + bounds[1:] - n, lengths))
+        t = np.diff(bounds)
+        head = int(t[0])  # the open run: any length (Python int); the others lie in this block (int64 exact)
+        ties += head ** 3 - head + int(((t[1:] - 1) * t[1:] * (t[1:] + 1)).sum())
+        start = int(new[-1])
+    _emit_run(keys, start, n, start, emit)  # the last run [start, n): c = start + n - n
+    return ties + (n - start) ** 3 - (n - start)
+
+
+def _emit_run(keys: np.ndarray, a: int, b: int, c: int, emit) -> None:
+    """``emit`` the positions ``[a, b)`` of one run (rank ``c``) in pieces of at most `_BLOCK`."""
+    for s in range(a, b, _BLOCK):
+        rows = keys[s: min(s + _BLOCK, b)] & _ROW_MASK
+        emit(rows, np.full(rows.shape[0], c, dtype=np.int64))
+
+
+def rank_comoments(xs, ys) -> tuple:
+    """Exact ``(C, Vx, Vy)`` (Python ints) of the centred doubled ranks of two float32 columns, given as parts.
+
+    ``C = sum c_x c_y``, ``V = (n^3 - n - T) / 3`` (see above); Spearman's
+    ``rho = C / sqrt(Vx Vy)``. Memory: the sorted keys of one column (8 bytes
+    a row) and ``c_x`` as int32 by row (4 bytes a row), besides block
+    temporaries. ``c_x`` is scattered from ``x``'s sorted keys, then ``y``'s
+    walk gathers it; each block's products ``p`` (|p| < n^2 < 2**62) are
+    summed exactly as ``sum (p >> 32) * 2**32 + sum (p & (2**32 - 1))``.
+    """
+    n = sum(p.shape[0] for p in xs)
+    cx = np.empty(n, dtype=np.int32)
+
+    def scatter(rows, c):
+        cx[rows] = c
+
+    tx = walk_ranks(sorted_keys(xs, n), scatter)  # x's keys are freed before y's are built
+    high = low = 0  # sums of the high and low halves of the products
+
+    def dot(rows, c):
+        nonlocal high, low
+        p = cx[rows] * c
+        low += int((p & _ROW_MASK).sum())
+        high += int(np.right_shift(p, _ROW_BITS, out=p).sum())
+
+    ty = walk_ranks(sorted_keys(ys, n), dot)
+    return (high << _ROW_BITS) + low, (n ** 3 - n - tx) // 3, (n ** 3 - n - ty) // 3
+
+
+def _packed_ranks(column: np.ndarray) -> np.ndarray:
+    """float64 average ranks ``(c + n + 1) / 2`` of a float32 column from its `sorted_keys` (one integer sort)."""
+    n = column.shape[0]
     ranks = np.empty(n)
-    if np.count_nonzero(start) == n:  # no ties: the ranks are the positions
-        ranks[order] = np.arange(1, n + 1, dtype=np.float64)
-        return ranks
-    bounds = np.append(np.flatnonzero(start), n)
-    ranks[order] = np.repeat((bounds[:-1] + bounds[1:] + 1) / 2.0, np.diff(bounds))
+
+    def put(rows, c):
+        ranks[rows] = (c + (n + 1)) / 2
+
+    walk_ranks(sorted_keys([column], n), put)
     return ranks
