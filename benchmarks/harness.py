@@ -51,7 +51,10 @@ class Budget:
 
     A workload's share is the time left divided by the workloads left (capped);
     it runs rounds until its share is spent, between ``min_rounds`` and
-    ``max_rounds`` (``--repeats`` fixes the count). Once the run is over its
+    ``max_rounds`` (``--repeats`` fixes the count). A workload whose rounds
+    are too slow for ``min_rounds`` of them to fit its share gets as many as
+    fit, at least one; when not even one fits after the warm-up, the warm-up
+    calls are its single timing (`first_call_only`). Once the run is over its
     budget, each remaining workload gets a single round.
     """
 
@@ -70,10 +73,18 @@ class Budget:
         return min(max(self.total_s - self.elapsed(), 0.0) / max(workloads_left, 1), self.cap_s)
 
     def another_round(self, done: int, spent_s: float, last_round_s: float, share_s: float) -> bool:
-        over = self.elapsed() > self.total_s and self.min_rounds < self.max_rounds  # over budget: one round
-        if done < (1 if over else self.min_rounds):
+        fixed = self.min_rounds == self.max_rounds  # --repeats
+        over = self.elapsed() > self.total_s and not fixed  # over budget: one round
+        slow = not fixed and spent_s + last_round_s * (self.min_rounds - done) > share_s  # min_rounds do not fit
+        if done < (1 if over or slow else self.min_rounds):
             return True
         return done < self.max_rounds and spent_s + last_round_s <= share_s
+
+    def first_call_only(self, spent_s: float, warmup_s: float, share_s: float) -> bool:
+        """Not even one timed round fits the share after the warm-up (slow contenders, or a run over its
+        budget with a heavy workload): the warm-up calls are the timing (one round, first calls)."""
+        fixed = self.min_rounds == self.max_rounds
+        return not fixed and spent_s + warmup_s > 2 * share_s
 
 
 # ---------------------------------------------------------------- discovery
@@ -333,10 +344,16 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     live = [n for n in [BASELINE] + peers if n in values]
     last_round = sum(warmup[n] for n in live)
     rounds = 0
+    first_calls = budget.first_call_only(time.perf_counter() - t_start, last_round, share)
+    if first_calls:  # the warm-up times are the single round
+        for name in live:
+            times[name].append(warmup[name])
+        rounds = 1
     gc.collect()
     gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
     try:
-        while live and budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
+        while live and not first_calls and budget.another_round(rounds, time.perf_counter() - t_start, last_round,
+                                                                share):
             order = live[rounds % len(live):] + live[:rounds % len(live)]
             t_round = time.perf_counter()
             for name in order:
@@ -363,7 +380,8 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return {**_stats(times[name], samples, nbytes, bandwidth, extras[name]), "first_call_s": warmup[name]}
 
     base = stats(BASELINE)
-    meta = {"rounds": rounds, "wall_s": wall, "build_s": build_s, "samples": samples, "bytes": nbytes}
+    meta = {"rounds": rounds, "first_calls": first_calls, "wall_s": wall, "build_s": build_s, "samples": samples,
+            "bytes": nbytes}
     if base is None:
         return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
     rows = []
@@ -397,8 +415,11 @@ def _fmt_time(s: Optional[float]) -> str:
 
 
 def _fmt_stats(st: Optional[dict]) -> str:
+    """``median ±spread%``; a single timing says so (``1 round``): it has no spread to show."""
     if st is None:
         return "-"
+    if len(st.get("times_s", ())) == 1:
+        return f"{_fmt_time(st['median_s'])} 1 round"
     spread = st["iqr_s"] / 2 / st["median_s"] * 100 if st["median_s"] > 0 else 0.0
     return f"{_fmt_time(st['median_s'])} ±{spread:.0f}%"
 

@@ -220,6 +220,10 @@ def test_budget_rounds():
     fixed = harness.Budget(True, repeats=4)
     assert fixed.another_round(3, 1e9, 1e9, 0.0) and not fixed.another_round(4, 0.0, 0.0, 1e9)
     assert quick.share(1) <= quick.cap_s
+    # rounds of 0.4 s in a 1 s share: 3 do not fit, so as many as fit (one after the warm-up's 0.4 s)
+    assert quick.another_round(0, 0.4, 0.4, 1.0) and not quick.another_round(1, 0.8, 0.4, 1.0)
+    assert quick.first_call_only(0.5, 2.5, 1.0) and not quick.first_call_only(0.1, 0.4, 1.0)
+    assert not fixed.first_call_only(0.5, 2.5, 1.0)  # --repeats: always its rounds
     quick.start -= quick.total_s + 1  # over budget: a single round
     assert quick.another_round(0, 0.0, 0.1, quick.share(1)) and not quick.another_round(1, 0.1, 0.1, quick.share(1))
     assert quick.share(1) == 0.0
@@ -435,3 +439,31 @@ def test_contenders_follow_the_data_device():
     assert Fake.moved_to is None  # on the CPU nothing moves
     torchmetrics_run(Fake, [(torch.empty(2, device="meta"),)])()
     assert Fake.moved_to == torch.device("meta")
+
+
+def test_a_single_timing_says_one_round_not_a_spread():
+    one = {"median_s": 0.002, "iqr_s": 0.0, "times_s": [0.002]}
+    two = {"median_s": 0.002, "iqr_s": 0.0002, "times_s": [0.0019, 0.0021]}
+    assert harness._fmt_stats(one) == "2 ms 1 round"
+    assert harness._fmt_stats(two) == "2 ms ±5%"
+
+
+def test_slow_contenders_are_timed_by_their_first_call(tmp_path, monkeypatch):
+    """A workload whose warm-up alone overruns twice its share is not called again: the first calls are its
+    single round (rounds 1, first_calls true) and the row says "1 round"."""
+    calls = {"fmetrics": 0, "torchmetrics": 0}
+
+    def build(quick):
+        def run(who, seconds):
+            def call():
+                calls[who] += 1
+                return Measured(1.0, seconds=seconds)
+            return call
+        return {"fmetrics": run("fmetrics", 30.0), "torchmetrics": run("torchmetrics", 60.0)}
+
+    path = tmp_path / "out.json"
+    rc, out, _ = _run(["--quick", "--json", str(path)], {"t/slow": _workload("t/slow", build)})
+    (row,) = json.loads(path.read_text())["rows"]
+    assert rc == 0 and calls == {"fmetrics": 1, "torchmetrics": 1}
+    assert row["rounds"] == 1 and row["first_calls"] is True and row["ratio"] == pytest.approx(2.0)
+    assert "1 round" in out and "±0%" not in out
