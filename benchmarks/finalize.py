@@ -16,12 +16,16 @@ in ``state MB``). On a device the peak is ``torch.cuda.max_memory_allocated``.
 """
 from __future__ import annotations
 
+import os
+import time
+
 import torch
 
 import fmetrics
-from benchmarks.registry import Measured, on_device, register
+from benchmarks.registry import Measured, Unsupported, on_device, register
 
 CHUNK = 100_000
+FULL_2RANKS = os.environ.get("FMETRICS_BENCH_FULL_2RANKS") == "1"  # the issue's 2e7 rows per rank
 
 
 def _rows(quick: bool) -> int:
@@ -146,3 +150,73 @@ def _ndcg(n: int):
     return (fmetrics.retrieval_normalized_dcg(top_k=10),
             list(zip(preds.split(CHUNK), target.split(CHUNK), indexes.split(CHUNK))))
 
+
+
+# ---------------------------------------------------------------- 2 ranks: reduce + finalize
+
+WORLD = 2
+
+
+def _ndcg_shard(rank: int, world: int, n: int):
+    """Rank ``rank``'s contiguous slice of a shuffled stream of ``world * n`` rows, 20 per query (a query's rows
+    fall on both ranks), as ``CHUNK``-row batches."""
+    _, batches = _ndcg(world * n)
+    rows_per_rank = n // CHUNK
+    return batches[rank * rows_per_rank:(rank + 1) * rows_per_rank]
+
+
+def _ndcg_worker(rank: int, world: int, n: int) -> dict:
+    import torch.distributed as dist
+
+    from adapters.distributed import reduce
+
+    metric = fmetrics.retrieval_normalized_dcg(top_k=10)
+    state = metric.init()
+    for batch in _ndcg_shard(rank, world, n):
+        state = metric.update(state, *batch)
+    state_mb = _state_mb(state)
+    _exact_rss()
+    dist.barrier()
+
+    def both():
+        t0 = time.perf_counter()
+        reduced = reduce(metric, state)
+        t1 = time.perf_counter()
+        value = metric.finalize(reduced)
+        return float(value), t1 - t0, time.perf_counter() - t1
+
+    (value, reduce_s, finalize_s), peak = _peak_growth(both, torch.device("cpu"))
+    return {"value": value, "reduce_s": reduce_s, "finalize_s": finalize_s, "peak MB": peak, "state MB": state_mb}
+
+
+@register("finalize/retrieval_ndcg_2ranks", domain="finalize",
+          samples=lambda quick: WORLD * (_rows(False) if FULL_2RANKS else _rows(quick) // 10),
+          peers=("torch.sort",), description="NDCG@10 over 2 gloo ranks of 2e6 rows each (2e5 with --quick; 2e7, the "
+          "issue's size, with FMETRICS_BENCH_FULL_2RANKS=1), queries split across ranks: "
+          "reduce + finalize on the slower rank vs one sort of all the rows' keys")
+def ndcg_two_ranks(quick: bool, device="cpu"):
+    """Reduce (all-gather of the chunk state, `adapters.distributed.reduce`) plus finalize, timed inside each
+    of 2 spawned gloo ranks (the slower rank counts; one run, while the workload is built); extra columns:
+    the two phases, and per rank the growth of peak RSS over its state's bytes."""
+    if torch.device(device).type != "cpu":
+        raise Unsupported("the 2-rank workload spawns gloo processes on the CPU")
+    from tests._dist import spawn
+
+    n = _rows(False) if FULL_2RANKS else _rows(quick) // 10
+    ranks = spawn(_ndcg_worker, WORLD, n, timeout=900)
+    slow = max(ranks, key=lambda r: r["reduce_s"] + r["finalize_s"])
+    extra = {"value": ranks[0]["value"], "reduce s": round(slow["reduce_s"], 3),
+             "finalize s": round(slow["finalize_s"], 3), "peak MB": max(r["peak MB"] or 0 for r in ranks),
+             "state MB": ranks[0]["state MB"]}
+
+    def fmetrics_call():
+        return Measured(WORLD * n, extra=extra, seconds=slow["reduce_s"] + slow["finalize_s"])
+
+    keys = torch.randint(-(2**62), 2**62, (WORLD * n,), generator=torch.Generator().manual_seed(1))
+
+    def sort():
+        k = keys.clone()
+        k.numpy().sort()
+        return Measured(WORLD * n)
+
+    return {"fmetrics": fmetrics_call, "torch.sort": sort}

@@ -293,6 +293,15 @@ def _edge_body(rank: int, world: int):
         with count_collectives() as counts:
             reduced = reduce(odd, many[rank])
         out["overflow"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, many)), dict(counts))
+        # a buffer larger than one gather piece goes in pieces (here 64-byte pieces): the same state
+        piece = distributed.GATHER_PIECE_BYTES
+        distributed.GATHER_PIECE_BYTES = 64
+        try:
+            with count_collectives() as counts:
+                reduced = reduce(odd, many[rank])
+        finally:
+            distributed.GATHER_PIECE_BYTES = piece
+        out["pieces"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, many)), dict(counts))
         # an untagged state whose tree differs per rank: gathered, then merged in rank order
         mom = _moments_metric()
         states = _states(mom, world)
@@ -371,6 +380,14 @@ def test_metadata_longer_than_the_header_costs_one_more_gather(edge_results):
         got, want, counts = out["overflow"]
         assert_values_close(got, want, 0.0, 0.0, f"rank {rank}")
         assert counts["ops"] == {"all_gather": 3, "all_reduce": 1}, counts
+
+
+@pytest.mark.distributed
+def test_a_buffer_larger_than_a_gather_piece_is_gathered_in_pieces(edge_results):
+    for rank, out in enumerate(edge_results):
+        got, want, counts = out["pieces"]
+        assert_values_close(got, want, 0.0, 0.0, f"rank {rank}")
+        assert counts["ops"]["all_gather"] > 3, counts  # the data buffer went in more than one all_gather
 
 
 @pytest.mark.distributed
