@@ -53,9 +53,11 @@ class Budget:
     it runs rounds until its share is spent, between ``min_rounds`` and
     ``max_rounds`` (``--repeats`` fixes the count). A workload whose rounds
     are too slow for ``min_rounds`` of them to fit its share gets as many as
-    fit, at least one; when not even one fits after the warm-up, the warm-up
-    calls are its single timing (`first_call_only`). Once the run is over its
-    budget, each remaining workload gets a single round.
+    fit, at least one. Within a workload each contender gets its part of the
+    share (`rounds_for`): a slow peer stops after the calls that fit (its
+    warm-up call is its one timing when not even one more fits) while a fast
+    fmetrics keeps being timed in the remaining rounds. Once the run is over
+    its budget, each remaining workload gets a single round.
     """
 
     def __init__(self, quick: bool, repeats: Optional[int] = None):
@@ -80,11 +82,13 @@ class Budget:
             return True
         return done < self.max_rounds and spent_s + last_round_s <= share_s
 
-    def first_call_only(self, spent_s: float, warmup_s: float, share_s: float) -> bool:
-        """Not even one timed round fits the share after the warm-up (slow contenders, or a run over its
-        budget with a heavy workload): the warm-up calls are the timing (one round, first calls)."""
-        fixed = self.min_rounds == self.max_rounds
-        return not fixed and spent_s + warmup_s > 2 * share_s
+    def rounds_for(self, part_s: float, call_s: float) -> int:
+        """Timed calls of a contender whose call takes ``call_s`` in its ``part_s`` of the share: 0 when not
+        even one fits (its warm-up call is then its timing), at most ``max_rounds``; ``--repeats`` fixes it."""
+        if self.min_rounds == self.max_rounds:
+            return self.max_rounds
+        fits = int(part_s / call_s) if call_s > 0 else self.max_rounds
+        return min(fits, self.max_rounds)
 
 
 # ---------------------------------------------------------------- discovery
@@ -342,19 +346,21 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
 
     live = [n for n in [BASELINE] + peers if n in values]
-    last_round = sum(warmup[n] for n in live)
+    part = max(share - (time.perf_counter() - t_start), 0.0) / max(len(live), 1)
+    caps = {n: budget.rounds_for(part, warmup[n]) for n in live}
+    first_calls = [n for n in live if caps[n] == 0]
+    for name in first_calls:  # too slow for another call: the warm-up is its one timing
+        times[name].append(warmup[name])
+    last_round = sum(warmup[n] for n in live if caps[n] > 0)
     rounds = 0
-    first_calls = budget.first_call_only(time.perf_counter() - t_start, last_round, share)
-    if first_calls:  # the warm-up times are the single round
-        for name in live:
-            times[name].append(warmup[name])
-        rounds = 1
     gc.collect()
     gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
     try:
-        while live and not first_calls and budget.another_round(rounds, time.perf_counter() - t_start, last_round,
-                                                                share):
-            order = live[rounds % len(live):] + live[:rounds % len(live)]
+        while budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
+            active = [n for n in live if len(times[n]) < caps[n]]
+            if not active:
+                break
+            order = active[rounds % len(active):] + active[:rounds % len(active)]
             t_round = time.perf_counter()
             for name in order:
                 progress(f"round {rounds + 1}: {name}")
@@ -380,8 +386,8 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return {**_stats(times[name], samples, nbytes, bandwidth, extras[name]), "first_call_s": warmup[name]}
 
     base = stats(BASELINE)
-    meta = {"rounds": rounds, "first_calls": first_calls, "wall_s": wall, "build_s": build_s, "samples": samples,
-            "bytes": nbytes}
+    meta = {"rounds": max((len(t) for t in times.values()), default=0), "first_calls": sorted(first_calls),
+            "wall_s": wall, "build_s": build_s, "samples": samples, "bytes": nbytes}
     if base is None:
         return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
     rows = []

@@ -222,8 +222,8 @@ def test_budget_rounds():
     assert quick.share(1) <= quick.cap_s
     # rounds of 0.4 s in a 1 s share: 3 do not fit, so as many as fit (one after the warm-up's 0.4 s)
     assert quick.another_round(0, 0.4, 0.4, 1.0) and not quick.another_round(1, 0.8, 0.4, 1.0)
-    assert quick.first_call_only(0.5, 2.5, 1.0) and not quick.first_call_only(0.1, 0.4, 1.0)
-    assert not fixed.first_call_only(0.5, 2.5, 1.0)  # --repeats: always its rounds
+    assert quick.rounds_for(1.0, 2.5) == 0 and quick.rounds_for(1.0, 0.4) == 2
+    assert quick.rounds_for(1.0, 1e-6) == quick.max_rounds and fixed.rounds_for(1.0, 2.5) == 4  # --repeats
     quick.start -= quick.total_s + 1  # over budget: a single round
     assert quick.another_round(0, 0.0, 0.1, quick.share(1)) and not quick.another_round(1, 0.1, 0.1, quick.share(1))
     assert quick.share(1) == 0.0
@@ -449,8 +449,8 @@ def test_a_single_timing_says_one_round_not_a_spread():
 
 
 def test_slow_contenders_are_timed_by_their_first_call(tmp_path, monkeypatch):
-    """A workload whose warm-up alone overruns twice its share is not called again: the first calls are its
-    single round (rounds 1, first_calls true) and the row says "1 round"."""
+    """Contenders whose one call overruns their part of the share are not called again: the first calls are
+    their single timing (listed in ``first_calls``) and the row says "1 round"."""
     calls = {"fmetrics": 0, "torchmetrics": 0}
 
     def build(quick):
@@ -465,5 +465,28 @@ def test_slow_contenders_are_timed_by_their_first_call(tmp_path, monkeypatch):
     rc, out, _ = _run(["--quick", "--json", str(path)], {"t/slow": _workload("t/slow", build)})
     (row,) = json.loads(path.read_text())["rows"]
     assert rc == 0 and calls == {"fmetrics": 1, "torchmetrics": 1}
-    assert row["rounds"] == 1 and row["first_calls"] is True and row["ratio"] == pytest.approx(2.0)
-    assert "1 round" in out and "±0%" not in out
+    assert row["rounds"] == 1 and row["first_calls"] == ["fmetrics", "torchmetrics"]
+    assert row["ratio"] == pytest.approx(2.0) and "1 round" in out and "±0%" not in out
+
+
+def test_a_slow_peer_stops_while_fmetrics_keeps_its_rounds(tmp_path):
+    """Each contender gets its part of the share: a 60 s peer is timed by its first call, a fast fmetrics
+    call in several interleaved rounds."""
+    calls = {"fmetrics": 0, "torchmetrics": 0}
+
+    def build(quick):
+        def fm_call():
+            calls["fmetrics"] += 1
+            return Measured(1.0, seconds=0.001)
+
+        def tm_call():
+            calls["torchmetrics"] += 1
+            return Measured(1.0, seconds=60.0)
+        return {"fmetrics": fm_call, "torchmetrics": tm_call}
+
+    path = tmp_path / "out.json"
+    rc, out, _ = _run(["--quick", "--json", str(path)], {"t/mixed": _workload("t/mixed", build)})
+    (row,) = json.loads(path.read_text())["rows"]
+    assert rc == 0 and calls["torchmetrics"] == 1 and calls["fmetrics"] > 3
+    assert row["first_calls"] == ["torchmetrics"] and len(row["baseline"]["times_s"]) == calls["fmetrics"] - 1
+    assert row["peer_stats"]["times_s"] == [60.0] and row["ratio"] == pytest.approx(60000.0)
