@@ -157,6 +157,11 @@ def _ndcg(n: int):
 WORLD = 2
 
 
+def _ranks_rows() -> int:
+    """Rows per rank: 2e6, or the issue's 2e7 with ``FMETRICS_BENCH_FULL_2RANKS=1``."""
+    return _rows(False) if FULL_2RANKS else _rows(False) // 10
+
+
 def _ndcg_shard(rank: int, world: int, n: int):
     """Rank ``rank``'s contiguous slice of a shuffled stream of ``world * n`` rows, 20 per query (a query's rows
     fall on both ranks), as ``CHUNK``-row batches."""
@@ -190,9 +195,10 @@ def _ndcg_worker(rank: int, world: int, n: int) -> dict:
 
 
 @register("finalize/retrieval_ndcg_2ranks", domain="finalize",
-          samples=lambda quick: WORLD * (_rows(False) if FULL_2RANKS else _rows(quick) // 10),
-          peers=("torch.sort",), description="NDCG@10 over 2 gloo ranks of 2e6 rows each (2e5 with --quick; 2e7, the "
-          "issue's size, with FMETRICS_BENCH_FULL_2RANKS=1), queries split across ranks: "
+          samples=lambda quick: WORLD * _ranks_rows(),
+          peers=("torch.sort",), full_only="it spawns 2 gloo processes (seconds of start-up)",
+          description="NDCG@10 over 2 gloo ranks of 2e6 rows each (2e7, the issue's size, with "
+          "FMETRICS_BENCH_FULL_2RANKS=1), queries split across ranks: "
           "reduce + finalize on the slower rank vs one sort of all the rows' keys")
 def ndcg_two_ranks(quick: bool, device="cpu"):
     """Reduce (all-gather of the chunk state, `adapters.distributed.reduce`) plus finalize, timed inside each
@@ -202,7 +208,7 @@ def ndcg_two_ranks(quick: bool, device="cpu"):
         raise Unsupported("the 2-rank workload spawns gloo processes on the CPU")
     from tests._dist import spawn
 
-    n = _rows(False) if FULL_2RANKS else _rows(quick) // 10
+    n = _ranks_rows()
     ranks = spawn(_ndcg_worker, WORLD, n, timeout=900)
     slow = max(ranks, key=lambda r: r["reduce_s"] + r["finalize_s"])
     extra = {"value": ranks[0]["value"], "reduce s": round(slow["reduce_s"], 3),

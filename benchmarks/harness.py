@@ -308,6 +308,8 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return {**base_row, "peer": peer, "status": status, "reason": reason, "baseline": None,
                 "peer_stats": None, "ratio": None, "max_abs_diff": None, "agree": None, "noisy": False, **kw}
 
+    if quick and w.full_only:
+        return [row(None, "skipped", f"full run only: {w.full_only}")]
     progress("building data")
     torch.manual_seed(0)
     np.random.seed(0)

@@ -72,6 +72,7 @@ class Workload:
     description: str = ""
     tolerance: float = 1e-4
     peers: tuple = ()
+    full_only: str = ""  # why --quick skips it (seconds of fixed cost: processes to spawn, a model to load)
 
     def size(self, field: str, quick: bool) -> Optional[int]:
         """``samples`` or ``bytes`` for this run, or None when unknown."""
@@ -103,14 +104,15 @@ WORKLOADS: dict[str, Workload] = {}
 
 
 def register(name: str, *, domain: str, samples: Size = None, bytes: Size = None,  # noqa: A002
-             description: str = "", tolerance: float = 1e-4, peers: tuple = ()):
+             description: str = "", tolerance: float = 1e-4, peers: tuple = (), full_only: str = ""):
     """Decorator registering ``build(quick) -> {contender: run}`` as a workload."""
 
     def deco(build):
         if name in WORKLOADS:
             raise ValueError(f"benchmark workload {name!r} registered twice")
         WORKLOADS[name] = Workload(name, domain, build, samples, bytes,
-                                   description or (build.__doc__ or "").strip(), float(tolerance), tuple(peers))
+                                   description or (build.__doc__ or "").strip(), float(tolerance), tuple(peers),
+                                   full_only)
         return build
 
     return deco

@@ -204,7 +204,7 @@ def _rouge(quick: bool, device="cpu"):  # strings: host data, whatever the devic
 
 
 @register("text/bert_score", domain="text", samples=lambda quick: 40 if quick else 1000,
-          peers=("bert-score",), tolerance=1e-6,
+          peers=("bert-score",), tolerance=1e-6, full_only="bert-score loads the encoder on every call",
           description="BERTScore F1 with the packaged all-MiniLM-L6-v2 (layer 6), 1,000 pairs (40 with --quick), "
           "vs bert_score.score (which loads the model on every call: its time includes the load; fmetrics' "
           "model is a parameter built once)")

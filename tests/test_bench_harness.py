@@ -490,3 +490,14 @@ def test_a_slow_peer_stops_while_fmetrics_keeps_its_rounds(tmp_path):
     assert rc == 0 and calls["torchmetrics"] == 1 and calls["fmetrics"] > 3
     assert row["first_calls"] == ["torchmetrics"] and len(row["baseline"]["times_s"]) == calls["fmetrics"] - 1
     assert row["peer_stats"]["times_s"] == [60.0] and row["ratio"] == pytest.approx(60000.0)
+
+
+def test_a_full_only_workload_is_skipped_by_quick_runs_saying_why(tmp_path):
+    built = []
+    w = Workload("t/heavy", "t", lambda quick: built.append(quick) or {"fmetrics": lambda: 1.0},
+                          full_only="it spawns processes")
+    path = tmp_path / "out.json"
+    rc, out, _ = _run(["--quick", "--json", str(path)], {"t/heavy": w})
+    (row,) = json.loads(path.read_text())["rows"]
+    assert rc == 0 and built == [] and row["status"] == "skipped"
+    assert row["reason"] == "full run only: it spawns processes"
