@@ -554,6 +554,13 @@ def _busy(machine: dict) -> Optional[str]:
     return None
 
 
+def fewer_threads(load: float, cpus: int, threads: int) -> int:
+    """The torch threads to use when ``--threads`` is not given: the cores other processes leave free (at
+    least 1, at most ``threads``). On a busy machine every multi-threaded operation waits at its barrier
+    for a descheduled thread, so fewer threads run faster and steadier."""
+    return max(1, min(threads, int(cpus - load + 0.5)))
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -564,7 +571,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", metavar="DEVICE",
                    help="where the data live and the contenders run: cpu (default), cuda, cuda:1, ...; "
                         "accelerator times are taken between two synchronizations")
-    p.add_argument("--threads", type=int, metavar="N", help="torch.set_num_threads(N) (default: torch's)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="torch.set_num_threads(N) (default: torch's, fewer when other processes keep cores busy)")
     p.add_argument("--repeats", type=int, metavar="N", help="timed rounds per workload (default: fit the budget)")
     p.add_argument("--json", metavar="FILE", help="write the machine-readable results to FILE")
     p.add_argument("--plot", metavar="FILE", help="write a PNG bar chart of the ratios (needs matplotlib)")
@@ -587,6 +595,12 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
             err.write("--threads must be >= 1\n")
             return 2
         torch.set_num_threads(args.threads)
+    elif hasattr(os, "getloadavg"):
+        threads = fewer_threads(os.getloadavg()[0], os.cpu_count() or 1, torch.get_num_threads())
+        if threads < torch.get_num_threads():
+            err.write(f"the machine is busy (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs): "
+                      f"using {_threads(threads)} instead of {torch.get_num_threads()} (--threads N to choose)\n")
+            torch.set_num_threads(threads)
     if args.repeats is not None and args.repeats < 1:
         err.write("--repeats must be >= 1\n")
         return 2

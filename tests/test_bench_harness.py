@@ -501,3 +501,9 @@ def test_a_full_only_workload_is_skipped_by_quick_runs_saying_why(tmp_path):
     (row,) = json.loads(path.read_text())["rows"]
     assert rc == 0 and built == [] and row["status"] == "skipped"
     assert row["reason"] == "full run only: it spawns processes"
+
+
+def test_a_busy_machine_gets_fewer_threads_unless_threads_is_given():
+    assert harness.fewer_threads(2.0, 2, 2) == 1  # two busy processes on 2 CPUs: 1 thread, not 0
+    assert harness.fewer_threads(0.2, 2, 2) == 2  # quiet: torch's default
+    assert harness.fewer_threads(1.0, 16, 16) == 15 and harness.fewer_threads(0.0, 16, 8) == 8
