@@ -61,7 +61,7 @@ class Budget:
     """
 
     def __init__(self, quick: bool, repeats: Optional[int] = None):
-        self.total_s = 100.0 if quick else 1100.0  # under 2 / 20 minutes, imports and bandwidth included
+        self.total_s = 90.0 if quick else 1100.0  # under 2 / 20 minutes, imports, builds and warm-ups included
         self.cap_s = 5.0 if quick else 60.0
         self.min_rounds, self.max_rounds = (3, 15) if quick else (5, 41)
         if repeats is not None:
@@ -681,7 +681,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
               "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
     if any(r.get("noisy") for r in rows):
         out.write(f"?: noisy (interquartile range over {NOISY:.0%} of the median); the machine is busy: "
-                  "rerun on a quiet machine, or with --threads 1.\n")
+                  "rerun on a quiet machine" + (", or with --threads 1" if machine["threads"] > 1 else "") + ".\n")
     if busy:
         out.write(f"warning: {busy}\n")
     limit = 120.0 if args.quick else 1200.0
