@@ -82,12 +82,16 @@ class Budget:
             return True
         return done < self.max_rounds and spent_s + last_round_s <= share_s
 
-    def rounds_for(self, part_s: float, call_s: float) -> int:
+    def rounds_for(self, part_s: float, call_s: float, share_s: float) -> int:
         """Timed calls of a contender whose call takes ``call_s`` in its ``part_s`` of the share: 0 when not
-        even one fits (its warm-up call is then its timing), at most ``max_rounds``; ``--repeats`` fixes it."""
+        even one fits (its warm-up call is then its timing), at most ``max_rounds``; ``--repeats`` fixes it.
+        ``min_rounds`` calls costing under 5% of the workload's ``share_s`` are always given (a fast
+        fmetrics call beside a slow peer)."""
         if self.min_rounds == self.max_rounds:
             return self.max_rounds
         fits = int(part_s / call_s) if call_s > 0 else self.max_rounds
+        if call_s * self.min_rounds <= 0.05 * share_s:
+            fits = max(fits, self.min_rounds)
         return min(fits, self.max_rounds)
 
 
@@ -349,7 +353,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
 
     live = [n for n in [BASELINE] + peers if n in values]
     part = max(share - (time.perf_counter() - t_start), 0.0) / max(len(live), 1)
-    caps = {n: budget.rounds_for(part, warmup[n]) for n in live}
+    caps = {n: budget.rounds_for(part, warmup[n], share) for n in live}
     first_calls = [n for n in live if caps[n] == 0]
     for name in first_calls:  # too slow for another call: the warm-up is its one timing
         times[name].append(warmup[name])
@@ -358,9 +362,11 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     gc.collect()
     gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
     try:
-        while budget.another_round(rounds, time.perf_counter() - t_start, last_round, share):
+        while True:
             active = [n for n in live if len(times[n]) < caps[n]]
-            if not active:
+            cheap = all(warmup[n] * budget.min_rounds <= 0.05 * share for n in active)  # see Budget.rounds_for
+            if not active or not ((cheap and rounds < budget.min_rounds)
+                                  or budget.another_round(rounds, time.perf_counter() - t_start, last_round, share)):
                 break
             order = active[rounds % len(active):] + active[:rounds % len(active)]
             t_round = time.perf_counter()

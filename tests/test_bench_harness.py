@@ -222,8 +222,9 @@ def test_budget_rounds():
     assert quick.share(1) <= quick.cap_s
     # rounds of 0.4 s in a 1 s share: 3 do not fit, so as many as fit (one after the warm-up's 0.4 s)
     assert quick.another_round(0, 0.4, 0.4, 1.0) and not quick.another_round(1, 0.8, 0.4, 1.0)
-    assert quick.rounds_for(1.0, 2.5) == 0 and quick.rounds_for(1.0, 0.4) == 2
-    assert quick.rounds_for(1.0, 1e-6) == quick.max_rounds and fixed.rounds_for(1.0, 2.5) == 4  # --repeats
+    assert quick.rounds_for(1.0, 2.5, 2.0) == 0 and quick.rounds_for(1.0, 0.4, 2.0) == 2
+    assert quick.rounds_for(1.0, 1e-6, 2.0) == quick.max_rounds and fixed.rounds_for(1.0, 2.5, 2.0) == 4  # --repeats
+    assert quick.rounds_for(0.0, 0.01, 2.0) == quick.min_rounds  # cheap calls get their minimum, even late
     quick.start -= quick.total_s + 1  # over budget: a single round
     assert quick.another_round(0, 0.0, 0.1, quick.share(1)) and not quick.another_round(1, 0.1, 0.1, quick.share(1))
     assert quick.share(1) == 0.0
