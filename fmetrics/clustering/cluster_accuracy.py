@@ -48,11 +48,12 @@ def cluster_accuracy(*, num_classes: int) -> Metric:
             import warnings
 
             warnings.warn("cluster_accuracy: no samples; the value is NaN", UserWarning, stacklevel=3)
-            return torch.tensor(float("nan"), dtype=torch.float64)
+            return torch.tensor(float("nan"), dtype=torch.float64, device=table.device)
         side = max(table.shape)
         square = np.zeros((side, side))
         square[: table.shape[0], : table.shape[1]] = table.cpu().numpy()
         col = max_weight_assignment(square)
-        return torch.tensor(square[np.arange(side), col].sum() / n, dtype=torch.float64)
+        # the assignment is a sequential algorithm on the (k x k) table's host copy; the value goes back
+        return torch.tensor(square[np.arange(side), col].sum() / n, dtype=torch.float64, device=table.device)
 
     return fam.metric("cluster_accuracy", finish, higher_is_better=True, bounds=(0.0, 1.0))
