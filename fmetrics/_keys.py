@@ -311,6 +311,39 @@ def sort_flagged_floats(x: Array, flag: Array) -> Tuple[Array, Array, int]:
     return sort_flagged(bits, flag, tuple(ascending32(np.array([lo, hi], dtype=np.float32)).tolist()))
 
 
+def sort_flagged_parts(parts: Sequence[Tuple[np.ndarray, np.ndarray]]):
+    """`sort_flagged_floats` of float32 host parts ``[(x, flag), ...]`` joined, without joining them.
+
+    The int32 packed keys ``(ascending32(x) - offset) * 2 + flag`` are written block by block into
+    one array (two passes over the parts: the key range, then the keys), so the extra memory is that
+    array, 4 bytes a row, and cache-sized temporaries -- not a joined copy of the scores and int64
+    keys. ``None`` when the keys span ``2**30`` or more (scores of both signs beyond magnitude 2, NaN
+    with negatives): the caller joins the parts and takes `sort_flagged_floats`.
+    """
+    lo, hi, n = None, None, 0
+    for x, _ in parts:
+        for at in range(0, x.shape[0], _BLOCK):
+            key = ascending32(x[at: at + _BLOCK])
+            lo = int(key.min()) if lo is None else min(lo, int(key.min()))
+            hi = int(key.max()) if hi is None else max(hi, int(key.max()))
+        n += x.shape[0]
+    if n == 0 or hi - lo >= _SPAN32:
+        return None
+    offset = 0 if 0 <= lo and hi < _SPAN32 else lo
+    packed = np.empty(n, dtype=np.int32)
+    at = 0
+    for x, flag in parts:
+        for s in range(0, x.shape[0], _BLOCK):
+            out = packed[at: at + min(_BLOCK, x.shape[0] - s)]
+            np.subtract(ascending32(x[s: s + _BLOCK]), offset, out=out, casting="unsafe")  # in range: exact
+            np.left_shift(out, 1, out=out)
+            np.bitwise_or(out, flag[s: s + _BLOCK], out=out, casting="unsafe")
+            at += out.shape[0]
+    packed.sort()
+    flags = np.bitwise_and(packed, 1, out=np.empty(n, dtype=np.int8), casting="unsafe")
+    return np.right_shift(packed, 1, out=packed), flags, offset
+
+
 def _lexsort_flagged(key: Array, flag: Array) -> Tuple[Array, Array]:
     """`sort_flagged` of keys too wide to carry the flag bit."""
     if _is_numpy(key):

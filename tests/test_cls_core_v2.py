@@ -17,14 +17,21 @@ from fmetrics.classification.curves import _curve
 
 
 def _count_sorts(monkeypatch):
+    """The rows of each column sort: a joined column (`_curve._sorted`) or a binary state's chunks sorted part
+    by part (`_curve.sort_column_parts`)."""
     calls = []
-    real = _curve._sorted
+    real, real_parts = _curve._sorted, _curve.sort_column_parts
 
     def counted(scores, labels):
         calls.append(scores.numel())
         return real(scores, labels)
 
+    def counted_parts(parts, device):
+        calls.append(sum(s.numel() for s, _ in parts))
+        return real_parts(parts, device)
+
     monkeypatch.setattr(_curve, "_sorted", counted)
+    monkeypatch.setattr(_curve, "sort_column_parts", counted_parts)
     return calls
 
 

@@ -19,7 +19,7 @@ recall 0). Values are float64.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple, Union
+from typing import NamedTuple, Optional, Union
 
 import numpy as np
 import torch
@@ -69,6 +69,22 @@ def on_device_path(device: torch.device) -> bool:
 def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
     """The one sort of a column, shared by its counts and its AUROC (`Sorted`)."""
     return Sorted(*_sorted(scores.detach(), labels.detach()), scores.dtype, scores.device)
+
+
+def sort_column_parts(parts: list, device: torch.device) -> Optional[Sorted]:
+    """`sort_column` of a host column given as float32 parts ``[(scores, labels 0/1), ...]`` (the chunks of
+    a state), without joining them: `fmetrics._keys.sort_flagged_parts` (4 bytes a row besides the
+    state). ``None`` when that does not apply (keys too wide): the caller joins the parts."""
+    found = _keys.sort_flagged_parts([(s.numpy(), y.numpy()) for s, y in parts])
+    return None if found is None else Sorted(*found, torch.float32, device)
+
+
+def positives(column: Sorted) -> torch.Tensor:
+    """The positives of a sorted column: an int64 0-d tensor on its device."""
+    labels = column.labels
+    if isinstance(labels, np.ndarray):
+        return torch.tensor(int(np.count_nonzero(labels)), device=column.device)
+    return labels.sum().to(torch.int64)
 
 
 def _sorted(scores: torch.Tensor, labels: torch.Tensor):
@@ -139,13 +155,11 @@ def is_hard(thresholds: torch.Tensor) -> bool:
 def exact_auroc(column: Sorted, name: str):
     """``(AUROC, hard)``: the Mann-Whitney statistic with ties counting 1/2 (= the trapezoidal ROC area).
 
-    Host path: in increasing order with negatives first among equal scores, the
-    positives beat ``U' = sum_pos (index - positives before) = n P - sum(cumsum) - P (P - 1) / 2``
-    negatives; a run of equal scores with ``p`` positives and ``q`` negatives
-    counted ``p q`` wins that are ties, so ``2 U = 2 U' - sum_runs p q``.
-    Device path, over the runs: with ``x`` the negatives below a run and
-    ``x' = x + q`` those up to its end, ``2 U = sum_runs p (x + x')`` (the
-    trapezoids of the ROC curve in counts). AUROC is ``U / (P N)``, in exact
+    Over the runs of equal scores in increasing order, with ``p`` positives and
+    ``q`` negatives in a run, ``x`` the negatives below it and ``x' = x + q``
+    those up to its end, ``2 U = sum_runs p (x + x')`` (the trapezoids of the
+    ROC curve in counts): on the device in torch, on the host in one walk over
+    cache-sized blocks (`_twice_u_host`: memory bounded by the block, not the column). AUROC is ``U / (P N)``, in exact
     integer arithmetic (int64 on the device). No positives or no negatives
     gives 0 with a warning (torchmetrics). ``hard``: see `is_hard`.
     """
@@ -163,25 +177,47 @@ def exact_auroc(column: Sorted, name: str):
         up_to = torch.cat([below[1:], below.new_full((1,), n - pos)])  # ... and up to its end
         twice_u = (torch.diff(before, append=total.reshape(1)) * (below + up_to)).sum()
         return twice_u.double() / (2.0 * pos * (n - pos)), hard
-    pos = int(ordered.sum()) if n else 0
-    tied = np.flatnonzero(keys[1:] == keys[:-1])  # k: keys[k] == keys[k + 1]
-    hard = n > 0 and n - tied.size <= 2 and is_hard(_thresholds(column, [0, -1]))
+    pos = int(np.count_nonzero(ordered))
+    twice_u, distinct = _twice_u_host(keys, ordered)
+    hard = n > 0 and distinct <= 2 and is_hard(_thresholds(column, [0, -1]))
     if pos == 0 or pos == n:
         _warn(name, "positive" if pos == 0 else "negative")
         return zero, hard
-    # sum(cumsum) = sum over positives at index i of (n - i): no n-long cumulative sum is formed
-    twice_u = 2 * int(np.flatnonzero(ordered).sum()) - pos * (pos - 1)
-    if tied.size:
-        first = np.flatnonzero(np.diff(tied, prepend=-2) != 1)  # runs of consecutive tied positions
-        last = np.append(first[1:] - 1, tied.size - 1)
-        starts, stops = tied[first], tied[last] + 2  # each run of equal values: [start, stop)
-        in_run = np.zeros(n, dtype=bool)  # the rows of the runs, run after run: positives per run summed there
-        in_run[tied] = True
-        in_run[tied + 1] = True
-        rows = np.flatnonzero(in_run)
-        p = np.add.reduceat(ordered[rows].astype(np.int64), np.searchsorted(rows, starts))
-        twice_u -= int((p * (stops - starts - p)).sum())
     return zero + twice_u / (2.0 * pos * (n - pos)), hard
+
+
+_BLOCK = 1 << 14  # positions per step of the host walk over a sorted column (~10 int64 temporaries of 128 KiB)
+
+
+def _twice_u_host(keys: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """``(2 U, distinct keys)`` of a host `Sorted` column in one walk over blocks (bounded memory).
+
+    Over the runs of equal keys in increasing order, a run with ``p`` positives and
+    ``q`` negatives above ``x`` negatives adds ``p (2 x + q)``: its positives beat
+    the ``x`` below and tie with its ``q``. A run still open at a block's end
+    carries its counts into the next block.
+    """
+    twice_u = below = open_p = open_q = 0
+    distinct, last = 0, None
+    for s in range(0, keys.shape[0], _BLOCK):
+        k, y = keys[s: s + _BLOCK], labels[s: s + _BLOCK]
+        cut = np.flatnonzero(k[1:] != k[:-1]) + 1  # runs starting inside the block
+        if last is None or k[0] != last:
+            cut = np.concatenate(([0], cut))  # the block starts a run: the open one (if any) closes
+        distinct += cut.size
+        edges = np.concatenate(([0], cut, [k.shape[0]]))
+        cum = np.concatenate(([0], np.cumsum(y, dtype=np.int64)))
+        p = cum[edges[1:]] - cum[edges[:-1]]  # positives per segment; segment 0 continues the open run
+        q = np.diff(edges) - p
+        open_p, open_q = open_p + int(p[0]), open_q + int(q[0])
+        if cut.size:  # the open run and segments 1 .. -2 close here; the last segment opens
+            ps, qs = np.append(open_p, p[1:-1]), np.append(open_q, q[1:-1])
+            xs = below + np.cumsum(qs) - qs  # negatives below each closed run
+            twice_u += int((ps * (2 * xs + qs)).sum())
+            below += int(qs.sum())
+            open_p, open_q = int(p[-1]), int(q[-1])
+        last = k[-1]
+    return twice_u + open_p * (2 * below + open_q), distinct
 
 
 def divide(num: torch.Tensor, den: torch.Tensor, zero_division: float = 0.0) -> torch.Tensor:

@@ -261,6 +261,23 @@ class Scores:
             out.append((scores[keep, k], code[keep, k] == 1))
         return out
 
+    def binary_parts(self, state):
+        """Binary exact state on the host path, per chunk: ``(float32 scores, int8 labels 0/1)`` of the kept
+        entries, for `_curve.sort_column_parts` (no joined copy); ``None`` for other tasks, devices or
+        dtypes."""
+        if self.task != "binary" or _curve.on_device_path(torch.device("cpu")) or not all(
+                s.dtype == torch.float32 and s.device.type == "cpu" for s in state.scores):
+            return None
+        parts = []
+        for scores, code in zip(state.scores, state.labels):
+            if self.validate:
+                scores, code = self._decode(scores, code)
+            keep = code >= 0
+            if not bool(keep.all()):
+                scores, code = scores[keep], code[keep]
+            parts.append((scores, (code == 1).to(torch.int8)))
+        return parts
+
     @staticmethod
     def _decode(scores: torch.Tensor, code: torch.Tensor):
         """Validated binary / multilabel codes: the sigmoid applied to the entries of logits batches
@@ -348,6 +365,11 @@ class Prepared:
         self._sorted: dict = {}
         self._counts: dict = {}
 
+    @property
+    def num_columns(self) -> int:
+        """Columns of the exact state: 1 for binary, else the classes / labels."""
+        return 1 if self.task == "binary" else self.spec.num
+
     def exact_pairs(self) -> list:
         """Exact state: per column ``(scores, labels bool)`` of the kept entries."""
         if self._pairs is None:
@@ -362,11 +384,15 @@ class Prepared:
 
     def sorted(self, column) -> "_curve.Sorted":
         """Column ``column`` (an index, or ``"pooled"``) sorted once (`_curve.sort_column`)."""
-        if len(self.exact_pairs()) == 1:
+        if self.num_columns == 1:
             column = 0
         if column not in self._sorted:
-            s, y = self._pooled_pairs() if column == "pooled" else self.exact_pairs()[column]
-            self._sorted[column] = _curve.sort_column(s, y)
+            parts = self.spec.binary_parts(self.state) if self.num_columns == 1 and self._pairs is None else None
+            found = None if parts is None else _curve.sort_column_parts(parts, torch.device("cpu"))
+            if found is None:
+                s, y = self._pooled_pairs() if column == "pooled" else self.exact_pairs()[column]
+                found = _curve.sort_column(s, y)
+            self._sorted[column] = found
         return self._sorted[column]
 
     def _column_counts(self, column) -> Counts:
@@ -378,7 +404,7 @@ class Prepared:
         """Per-column `Counts` (one for binary)."""
         if self.thresholds is not None:
             return self.spec.binned(self.state.hist)
-        return [self._column_counts(k) for k in range(len(self.exact_pairs()))]
+        return [self._column_counts(k) for k in range(self.num_columns)]
 
     def pooled(self) -> Counts:
         """The counts of every column pooled (the micro average)."""

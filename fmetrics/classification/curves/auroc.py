@@ -28,14 +28,13 @@ def _partial(fpr: torch.Tensor, tpr: torch.Tensor, max_fpr: float) -> torch.Tens
 
 def _exact_auroc(p, average: str) -> torch.Tensor:
     """Exact AUROC without building curves: `_curve.exact_auroc` per column, from the shared sort."""
-    pairs = p.exact_pairs()
-    columns = ["pooled"] if average == "micro" else range(len(pairs))
-    values, hard = zip(*(_curve.exact_auroc(p.sorted(k), p.name) for k in columns))
-    sizes = [sum(s.numel() for s, _ in pairs)] if average == "micro" else [s.numel() for s, _ in pairs]
+    columns = [p.sorted(k) for k in (["pooled"] if average == "micro" else range(p.num_columns))]
+    values, hard = zip(*(_curve.exact_auroc(c, p.name) for c in columns))
+    sizes = [c.keys.shape[0] for c in columns]
     p.warn_if_hard(hard=any(sizes) and all(h for n, h in zip(sizes, hard) if n))
     if average == "micro":
         return values[0]
-    return _curve.reduce(torch.stack(values), average, torch.stack([y.sum() for _, y in pairs]), p.name)
+    return _curve.reduce(torch.stack(values), average, torch.stack([_curve.positives(c) for c in columns]), p.name)
 
 
 def column_auroc(counts, name: str, max_fpr=None) -> torch.Tensor:
