@@ -38,7 +38,7 @@ kind; on CPU numpy's kernels are cheaper per call, so callers may pass
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from typing import Callable, Iterable, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -311,17 +311,18 @@ def sort_flagged_floats(x: Array, flag: Array) -> Tuple[Array, Array, int]:
     return sort_flagged(bits, flag, tuple(ascending32(np.array([lo, hi], dtype=np.float32)).tolist()))
 
 
-def sort_flagged_parts(parts: Sequence[Tuple[np.ndarray, np.ndarray]]):
-    """`sort_flagged_floats` of float32 host parts ``[(x, flag), ...]`` joined, without joining them.
+def sort_flagged_parts(parts: Callable[[], Iterable[Tuple[np.ndarray, np.ndarray]]]):
+    """`sort_flagged_floats` of float32 host parts ``(x, flag)`` joined, without joining them.
 
     The int32 packed keys ``(ascending32(x) - offset) * 2 + flag`` are written block by block into
     one array (two passes over the parts: the key range, then the keys), so the extra memory is that
     array, 4 bytes a row, and cache-sized temporaries -- not a joined copy of the scores and int64
-    keys. ``None`` when the keys span ``2**30`` or more (scores of both signs beyond magnitude 2, NaN
-    with negatives): the caller joins the parts and takes `sort_flagged_floats`.
+    keys. ``parts()`` is called once per pass: the caller may make each part as it is needed. ``None``
+    when the keys span ``2**30`` or more (scores of both signs beyond magnitude 2, NaN with
+    negatives): the caller joins the parts and takes `sort_flagged_floats`.
     """
     lo, hi, n = None, None, 0
-    for x, _ in parts:
+    for x, _ in parts():
         for at in range(0, x.shape[0], _BLOCK):
             key = ascending32(x[at: at + _BLOCK])
             lo = int(key.min()) if lo is None else min(lo, int(key.min()))
@@ -332,7 +333,7 @@ def sort_flagged_parts(parts: Sequence[Tuple[np.ndarray, np.ndarray]]):
     offset = 0 if 0 <= lo and hi < _SPAN32 else lo
     packed = np.empty(n, dtype=np.int32)
     at = 0
-    for x, flag in parts:
+    for x, flag in parts():
         for s in range(0, x.shape[0], _BLOCK):
             out = packed[at: at + min(_BLOCK, x.shape[0] - s)]
             np.subtract(ascending32(x[s: s + _BLOCK]), offset, out=out, casting="unsafe")  # in range: exact

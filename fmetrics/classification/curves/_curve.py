@@ -71,11 +71,12 @@ def sort_column(scores: torch.Tensor, labels: torch.Tensor) -> Sorted:
     return Sorted(*_sorted(scores.detach(), labels.detach()), scores.dtype, scores.device)
 
 
-def sort_column_parts(parts: list, device: torch.device) -> Optional[Sorted]:
-    """`sort_column` of a host column given as float32 parts ``[(scores, labels 0/1), ...]`` (the chunks of
-    a state), without joining them: `fmetrics._keys.sort_flagged_parts` (4 bytes a row besides the
-    state). ``None`` when that does not apply (keys too wide): the caller joins the parts."""
-    found = _keys.sort_flagged_parts([(s.numpy(), y.numpy()) for s, y in parts])
+def sort_column_parts(parts, device: torch.device) -> Optional[Sorted]:
+    """`sort_column` of a host column given as float32 parts: ``parts()`` yields ``(scores, labels 0/1)`` per
+    chunk of a state (made as needed, once per pass), never joined: `fmetrics._keys.sort_flagged_parts`
+    (4 bytes a row besides the state). ``None`` when that does not apply (keys too wide): the caller
+    joins the parts."""
+    found = _keys.sort_flagged_parts(lambda: ((s.numpy(), y.numpy()) for s, y in parts()))
     return None if found is None else Sorted(*found, torch.float32, device)
 
 

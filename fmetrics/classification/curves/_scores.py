@@ -262,20 +262,22 @@ class Scores:
         return out
 
     def binary_parts(self, state):
-        """Binary exact state on the host path, per chunk: ``(float32 scores, int8 labels 0/1)`` of the kept
-        entries, for `_curve.sort_column_parts` (no joined copy); ``None`` for other tasks, devices or
-        dtypes."""
+        """Binary exact state on the host path: ``parts()`` yields, chunk by chunk, ``(float32 scores, int8
+        labels 0/1)`` of the kept entries (decoded as each is needed: a chunk of logits is not kept
+        transformed), for `_curve.sort_column_parts`; ``None`` for other tasks, devices or dtypes."""
         if self.task != "binary" or _curve.on_device_path(torch.device("cpu")) or not all(
                 s.dtype == torch.float32 and s.device.type == "cpu" for s in state.scores):
             return None
-        parts = []
-        for scores, code in zip(state.scores, state.labels):
-            if self.validate:
-                scores, code = self._decode(scores, code)
-            keep = code >= 0
-            if not bool(keep.all()):
-                scores, code = scores[keep], code[keep]
-            parts.append((scores, (code == 1).to(torch.int8)))
+
+        def parts():
+            for scores, code in zip(state.scores, state.labels):
+                if self.validate:
+                    scores, code = self._decode(scores, code)
+                keep = code >= 0
+                if not bool(keep.all()):
+                    scores, code = scores[keep], code[keep]
+                yield scores, (code == 1).to(torch.int8)
+
         return parts
 
     @staticmethod
