@@ -24,14 +24,12 @@ from fmetrics.audio._mean import check_bool, per_example_mean, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
-__all__ = ["signal_distortion_ratio", "sdr_values", "levinson", "fast_fft_size"]
+__all__ = ["signal_distortion_ratio", "sdr_values", "levinson", "fast_fft_size", "smooth_fft_size"]
 
 
-def fast_fft_size(n: int) -> int:
-    """The smallest 2^a 3^b 5^c >= n, or the next power of two when it is at most 10% larger (pocketfft is
-    fastest on powers of two: 65,536 points measured 15% faster than 64,800)."""
-    pow2 = 1 << max(0, (n - 1).bit_length())
-    best = pow2
+def smooth_fft_size(n: int) -> int:
+    """The smallest 2^a 3^b 5^c >= n (an FFT length pocketfft handles without a slow prime factor)."""
+    best = 1 << max(0, (n - 1).bit_length())
     p5 = 1
     while p5 < best:
         p35 = p5
@@ -42,6 +40,14 @@ def fast_fft_size(n: int) -> int:
             best = min(best, m)
             p35 *= 3
         p5 *= 5
+    return best
+
+
+def fast_fft_size(n: int) -> int:
+    """`smooth_fft_size`, or the next power of two when it is at most 10% larger (pocketfft is fastest on
+    powers of two: 65,536 points measured 15% faster than 64,800)."""
+    pow2 = 1 << max(0, (n - 1).bit_length())
+    best = smooth_fft_size(n)
     return pow2 if pow2 <= 1.1 * best else best
 
 

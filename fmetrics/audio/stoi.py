@@ -38,6 +38,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.audio._mean import check_bool, per_example_mean, signal_pair
+from fmetrics.audio.sdr import smooth_fft_size
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
@@ -128,7 +129,7 @@ def resample(x: torch.Tensor, fs: int, plan=None) -> torch.Tensor:
         # phases x_p[i] = xp[i down + p]; out_r[q] = sum_p sum_i w[r, i down + p] x_p[q + i]
         phases = xp[..., :(q + kk) * down].reshape(b, q + kk, down).transpose(1, 2)  # (B, down, q + kk)
         taps = torch.nn.functional.pad(weight[:, 0], (0, kk * down - k)).reshape(up, kk, down)
-        size = _fft_size(q + kk)
+        size = smooth_fft_size(q + kk)
         xf = torch.fft.rfft(phases, n=size, dim=-1)  # (B, down, F)
         hf = torch.fft.rfft(taps.flip(1).transpose(1, 2), n=size, dim=-1)  # (up, down, F): convolution kernels
         yf = torch.einsum("bpf,rpf->brf", xf, hf)
@@ -139,22 +140,6 @@ def resample(x: torch.Tensor, fs: int, plan=None) -> torch.Tensor:
 def resample_plan(fs: int):
     """``None`` (``fs == 10000``) or ``(up, down, pad, weight)`` for `resample`."""
     return None if resample_filter(fs) is None else _polyphase(fs)
-
-
-def _fft_size(n: int) -> int:
-    """The smallest 2^a 3^b 5^c >= n."""
-    best = 1 << max(0, (n - 1).bit_length())
-    p5 = 1
-    while p5 < best:
-        p35 = p5
-        while p35 < best:
-            m = p35
-            while m < n:
-                m *= 2
-            best = min(best, m)
-            p35 *= 3
-        p5 *= 5
-    return best
 
 
 @functools.lru_cache(maxsize=None)
