@@ -170,10 +170,9 @@ def coco_datasets(preds, target, iou_type="bbox", box_format="xywh", average="ma
             {"images": images, "annotations": dts, "categories": cats, "info": info})
 
 
-def coco_reference(preds, target, iou_type="bbox", box_format="xywh", backend="pycocotools", iou_thresholds=None,
-                   rec_thresholds=None, max_dets=(1, 10, 100), average="macro", cat_ids=None):
-    """``(stats[12], precision, recall, scores)`` of ``COCOeval`` (pycocotools or faster-coco-eval)."""
-    gt_d, dt_d = coco_datasets(preds, target, iou_type, box_format, average)
+def cocoeval(gt_d: dict, dt_d: dict, iou_type: str, backend: str, **params):
+    """``COCOeval`` of ground-truth and detection dataset dicts, evaluated, accumulated and summarized
+    (quietly) by ``backend`` (``"pycocotools"`` or faster-coco-eval); ``params`` set ``ev.params`` fields."""
     if backend == "pycocotools":
         from pycocotools.coco import COCO
         from pycocotools.cocoeval import COCOeval
@@ -186,16 +185,26 @@ def coco_reference(preds, target, iou_type="bbox", box_format="xywh", backend="p
         gt.createIndex()
         dt.createIndex()
         ev = COCOeval(gt, dt, iou_type)
-        if iou_thresholds is not None:
-            ev.params.iouThrs = np.array(iou_thresholds, dtype=np.float64)
-        if rec_thresholds is not None:
-            ev.params.recThrs = np.array(rec_thresholds, dtype=np.float64)
-        ev.params.maxDets = list(max_dets)
-        if cat_ids is not None:
-            ev.params.catIds = list(cat_ids)
+        for key, value in params.items():
+            setattr(ev.params, key, value)
         ev.evaluate()
         ev.accumulate()
         ev.summarize()
+    return ev
+
+
+def coco_reference(preds, target, iou_type="bbox", box_format="xywh", backend="pycocotools", iou_thresholds=None,
+                   rec_thresholds=None, max_dets=(1, 10, 100), average="macro", cat_ids=None):
+    """``(stats[12], precision, recall, scores)`` of ``COCOeval`` (pycocotools or faster-coco-eval)."""
+    gt_d, dt_d = coco_datasets(preds, target, iou_type, box_format, average)
+    params = {"maxDets": list(max_dets)}
+    if iou_thresholds is not None:
+        params["iouThrs"] = np.array(iou_thresholds, dtype=np.float64)
+    if rec_thresholds is not None:
+        params["recThrs"] = np.array(rec_thresholds, dtype=np.float64)
+    if cat_ids is not None:
+        params["catIds"] = list(cat_ids)
+    ev = cocoeval(gt_d, dt_d, iou_type, backend, **params)
     return (np.asarray(ev.stats[:12], dtype=np.float64), np.asarray(ev.eval["precision"]),
             np.asarray(ev.eval["recall"]), np.asarray(ev.eval["scores"]))
 
