@@ -272,12 +272,8 @@ def sort_flagged(key: Array, flag: Array, bounds: Tuple[int, int] | None = None)
     offset = 0 if 0 <= lo and hi < limit else lo
     if _is_numpy(key):
         packed = np.empty(n, dtype=np.int32 if limit == _SPAN32 else np.int64)
-        np.subtract(key, offset, out=packed, dtype=np.int64, casting="unsafe")  # in range: exact
-        np.left_shift(packed, 1, out=packed)
-        np.bitwise_or(packed, flag, out=packed, casting="unsafe")
-        packed.sort()
-        flags = np.bitwise_and(packed, 1, out=np.empty(n, dtype=np.int8), casting="unsafe")
-        return np.right_shift(packed, 1, out=packed), flags, offset
+        _pack_flag(packed, key, flag, offset)
+        return _sort_unpack(packed) + (offset,)
     if limit == _SPAN32:  # key - offset fits in int32 (computed in int32 for int32 keys: no overflow)
         rel = (key - offset if offset else key).to(torch.int32)
     else:
@@ -336,13 +332,23 @@ def sort_flagged_parts(parts: Callable[[], Iterable[Tuple[np.ndarray, np.ndarray
     for x, flag in parts():
         for s in range(0, x.shape[0], _BLOCK):
             out = packed[at: at + min(_BLOCK, x.shape[0] - s)]
-            np.subtract(ascending32(x[s: s + _BLOCK]), offset, out=out, casting="unsafe")  # in range: exact
-            np.left_shift(out, 1, out=out)
-            np.bitwise_or(out, flag[s: s + _BLOCK], out=out, casting="unsafe")
+            _pack_flag(out, ascending32(x[s: s + _BLOCK]), flag[s: s + _BLOCK], offset)
             at += out.shape[0]
+    return _sort_unpack(packed) + (offset,)
+
+
+def _pack_flag(out: np.ndarray, key: np.ndarray, flag: np.ndarray, offset: int) -> None:
+    """``out = (key - offset) * 2 + flag`` in ``out``'s integer dtype (in range by the caller's span: exact)."""
+    np.subtract(key, offset, out=out, dtype=np.int64, casting="unsafe")
+    np.left_shift(out, 1, out=out)
+    np.bitwise_or(out, flag, out=out, casting="unsafe")
+
+
+def _sort_unpack(packed: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """``(keys, flags int8)`` of the packed keys sorted in place (the keys shifted back in place)."""
     packed.sort()
-    flags = np.bitwise_and(packed, 1, out=np.empty(n, dtype=np.int8), casting="unsafe")
-    return np.right_shift(packed, 1, out=packed), flags, offset
+    flags = np.bitwise_and(packed, 1, out=np.empty(packed.shape[0], dtype=np.int8), casting="unsafe")
+    return np.right_shift(packed, 1, out=packed), flags
 
 
 def _lexsort_flagged(key: Array, flag: Array) -> Tuple[Array, Array]:

@@ -248,13 +248,10 @@ class Scores:
             if not bool(keep.all()):
                 scores, code = scores[keep], code[keep]
             return [(scores[:, k], code == k) for k in range(width)]
+        if self.task == "binary":
+            return [self._binary_kept(scores, code)]
         if self.validate:
             scores, code = self._decode(scores, code)
-        if self.task == "binary":
-            keep = code >= 0
-            if not bool(keep.all()):
-                scores, code = scores[keep], code[keep]
-            return [(scores, code == 1)]
         out = []
         for k in range(width):
             keep = code[:, k] >= 0
@@ -271,14 +268,20 @@ class Scores:
 
         def parts():
             for scores, code in zip(state.scores, state.labels):
-                if self.validate:
-                    scores, code = self._decode(scores, code)
-                keep = code >= 0
-                if not bool(keep.all()):
-                    scores, code = scores[keep], code[keep]
-                yield scores, (code == 1).to(torch.int8)
+                scores, labels = self._binary_kept(scores, code)
+                yield scores, labels.to(torch.int8)
 
         return parts
+
+    def _binary_kept(self, scores: torch.Tensor, code: torch.Tensor):
+        """Binary ``(scores, labels bool)`` of the kept entries of ``scores`` and their codes (decoded when
+        validated: logits batches through the sigmoid)."""
+        if self.validate:
+            scores, code = self._decode(scores, code)
+        keep = code >= 0
+        if not bool(keep.all()):
+            scores, code = scores[keep], code[keep]
+        return scores, code == 1
 
     @staticmethod
     def _decode(scores: torch.Tensor, code: torch.Tensor):
