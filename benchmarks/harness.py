@@ -90,9 +90,13 @@ class Budget:
         if self.min_rounds == self.max_rounds:
             return self.max_rounds
         fits = int(part_s / call_s) if call_s > 0 else self.max_rounds
-        if call_s * self.min_rounds <= 0.05 * share_s:
+        if self.cheap(call_s, share_s):
             fits = max(fits, self.min_rounds)
         return min(fits, self.max_rounds)
+
+    def cheap(self, call_s: float, share_s: float) -> bool:
+        """``min_rounds`` calls of ``call_s`` cost under 5% of the workload's share: always given."""
+        return call_s * self.min_rounds <= 0.05 * share_s
 
 
 # ---------------------------------------------------------------- discovery
@@ -364,7 +368,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     try:
         while True:
             active = [n for n in live if len(times[n]) < caps[n]]
-            cheap = all(warmup[n] * budget.min_rounds <= 0.05 * share for n in active)  # see Budget.rounds_for
+            cheap = all(budget.cheap(warmup[n], share) for n in active)
             if not active or not ((cheap and rounds < budget.min_rounds)
                                   or budget.another_round(rounds, time.perf_counter() - t_start, last_round, share)):
                 break
