@@ -10,11 +10,20 @@
 the state. torchmetrics raises ``"error"`` inside ``update``; fmetrics raises
 in ``finalize`` so that the device is never synced per batch.
 
+On CPU in eager mode an update first computes its one reduction (the sum,
+or the extremum) and reads that scalar: a NaN in the input makes it NaN, so
+when it is not, the batch has no NaN and the counting passes are skipped
+(`unscreened`). Elsewhere (accelerators, compile, vmap) the update takes the
+branch-free path and never syncs.
+
 Precision: sums reduce straight into float64 (``sum(dtype=float64)`` casts
 inside the reduction, with no float64 copy of the batch), so results do not
 depend on how the stream was batched, and long streams do not drift.
 """
 from __future__ import annotations
+
+import math
+from typing import Optional
 
 import torch
 
@@ -55,6 +64,20 @@ def total(x: torch.Tensor, skip_nan: bool = False) -> torch.Tensor:
     if skip_nan and x.is_floating_point():
         return torch.nansum(x, dtype=torch.float64)
     return x.sum(dtype=torch.float64)
+
+
+def unscreened(x: torch.Tensor, reduce) -> Optional[torch.Tensor]:
+    """``reduce(x)`` when it shows that float ``x`` has no NaN (CPU, eager: one host read), else ``None``.
+
+    A NaN entry makes a sum or an extremum NaN (so does ``inf - inf``, which
+    merely takes the counting path). ``None`` also where reading the scalar
+    would sync or break a trace (`validation.eager_check_applies`), and for
+    non-float ``x`` (no NaN to count: the plain path is already one pass).
+    """
+    if not x.is_floating_point() or not validation.eager_check_applies((x,), {}):
+        return None
+    value = reduce(x)
+    return None if math.isnan(value) else value
 
 
 def nan_count(x: torch.Tensor) -> torch.Tensor:

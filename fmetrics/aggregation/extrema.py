@@ -28,6 +28,11 @@ def _extremum(name: str, tag: str, nan_strategy) -> Metric:
     def update(state, value):
         value = _nan.as_tensor(name, "value", value)
         nans = state.nan_count
+        clean = None
+        if nan_strategy != "disable" and value.numel():
+            clean = _nan.unscreened(value, lambda x: reduce(x.reshape(-1), dim=0))
+        if clean is not None:
+            return ExtremumState(combine(state.value, clean.to(state.value.dtype)), nans)
         if nan_strategy != "disable":
             nans = nans + _nan.nan_count(value)
             # left-out NaNs become the identity, so they never win

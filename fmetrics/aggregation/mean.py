@@ -54,6 +54,9 @@ def mean(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], f
     def unweighted(state, value):
         if nan_strategy == "disable":
             return MeanState(state.weighted_sum + _nan.total(value), state.weight + value.numel(), state.nan_count)
+        clean = _nan.unscreened(value, _nan.total)
+        if clean is not None:
+            return MeanState(state.weighted_sum + clean, state.weight + value.numel(), state.nan_count)
         nans = _nan.nan_count(value)
         if _nan.drops(nan_strategy):
             kept = value.numel() - nans

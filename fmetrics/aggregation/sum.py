@@ -47,6 +47,9 @@ def sum(*, nan_strategy: Union[Literal["error", "warn", "ignore", "disable"], fl
         value = _nan.as_tensor(name, "value", value)
         if nan_strategy == "disable":
             return SumState(state.total + _nan.total(value), state.nan_count)
+        clean = _nan.unscreened(value, _nan.total)
+        if clean is not None:
+            return SumState(state.total + clean, state.nan_count)
         nans = _nan.nan_count(value)
         if _nan.drops(nan_strategy):
             return SumState(state.total + _nan.total(value, skip_nan=True), state.nan_count + nans)
