@@ -259,3 +259,28 @@ def test_ndcg_float_gains_match_torchmetrics():
         want = tmr.RetrievalNormalizedDCG(top_k=k, aggregation=lambda v, dim=None: v)(preds, target, indexes=idx)
         got = fm.retrieval_normalized_dcg(top_k=k, aggregation="none")(preds, target, idx)
         torch.testing.assert_close(got, want.double(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("host", [True, False], ids=["numpy-blocks", "torch"])
+@pytest.mark.parametrize("dense", [True, False], ids=["dense-ids", "sparse-ids"])
+def test_ndcg_top_k_redoes_only_tied_queries_against_sklearn(monkeypatch, host, dense):
+    """NDCG@k over many queries, a few with tied scores (inside, across and below the cutoff): the
+    untied queries take the top rows' gains, the tied ones their tie groups' means (scikit-learn's rule)."""
+    skm = pytest.importorskip("sklearn.metrics")
+    monkeypatch.setattr(_ranking, "_BLOCK", 64)  # many blocks of queries
+    if not host:
+        monkeypatch.setattr(_ranking, "_on_host", lambda x: False)
+    g = torch.Generator().manual_seed(5)
+    queries, per = 400, 9
+    preds = torch.rand(queries, per, generator=g)
+    tied = torch.randperm(queries, generator=g)[:40]
+    preds[tied] = torch.round(preds[tied] * 3) / 3  # 4 score levels in 9 rows: ties at every rank
+    target = torch.randint(0, 4, (queries, per), generator=g) * (torch.rand(queries, per, generator=g) < 0.5)
+    ids = torch.arange(queries)[:, None].expand(queries, per) * (1 if dense else 7)
+    order = torch.randperm(queries * per, generator=g)
+    flat = [x.reshape(-1)[order] for x in (preds, target, ids)]
+    for k in (1, 3, 9, 12):
+        got = fm.retrieval_normalized_dcg(top_k=k, aggregation="none")(*flat)
+        want = [skm.ndcg_score(target[q:q + 1].numpy(), preds[q:q + 1].numpy(), k=k) if target[q].any() else 0.0
+                for q in range(queries)]
+        torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=1e-12)

@@ -136,6 +136,19 @@ def _sort_values(key: torch.Tensor) -> torch.Tensor:
     return torch.sort(key).values
 
 
+def _new_fields(key: np.ndarray, shift: int) -> torch.Tensor:
+    """bool per row of sorted ``key``: its field above ``shift`` bits differs from the previous row's (row 0: True).
+
+    Block by block: cache-sized temporaries instead of an n-row copy of the field.
+    """
+    out = np.ones(key.shape[0], dtype=bool)
+    for at in range(1, key.shape[0], _BLOCK):
+        part = out[at: at + _BLOCK]
+        diff = key[at: at + _BLOCK] ^ key[at - 1: at - 1 + part.shape[0]]
+        np.not_equal(diff >> shift, 0, out=part)
+    return torch.from_numpy(out)
+
+
 class Ranking:
     """Rows sorted by (query, score descending), ties broken pessimistically, with per-row and per-query indices.
 
@@ -165,24 +178,46 @@ class Ranking:
             if (high - low).bit_length() + 32 + bits > 63:
                 bits = None
         if bits is not None:
-            self._key, self._bits = _sort_values(_packed_keys(preds, target, indexes, low, bits)), bits
-            self.gain_levels = (1 << bits) - 1
-            q = self._key >> (32 + bits)
-        else:
-            t = torch.cat(target)
-            order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(
-                torch.cat(preds), torch.cat(indexes), last=t > 0)
-            self.gains = t[order].to(torch.float64)
-            self.gain_levels = None
-        self.packed = bits is not None
+            self._keyed(_sort_values(_packed_keys(preds, target, indexes, low, bits)), bits)
+            return
+        t = torch.cat(target)
+        order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(
+            torch.cat(preds), torch.cat(indexes), last=t > 0)
+        self.gains = t[order].to(torch.float64)
+        self.gain_levels, self.packed = None, False
         new_query = torch.ones(n, dtype=torch.bool, device=q.device)
         torch.ne(q[1:], q[:-1], out=new_query[1:])
+        self._grouped(new_query, -1)
+
+    def _keyed(self, key: torch.Tensor, bits: int) -> None:
+        """The ranking of sorted packed keys ``query << (32 + bits) | descending score << bits | target``."""
+        self.n, self._key, self._bits = key.shape[0], key, bits
+        self.gain_levels, self.packed = (1 << bits) - 1, True
+        if _on_host(key):  # the query field compared block by block (no n-row copy of it)
+            new_query = _new_fields(key.numpy(), 32 + bits)
+        else:
+            q = key >> (32 + bits)
+            new_query = torch.ones(self.n, dtype=torch.bool, device=q.device)
+            torch.ne(q[1:], q[:-1], out=new_query[1:])
+        self._grouped(new_query, int(key[-1]) >> (32 + bits) if self.n else -1)
+
+    def _grouped(self, new_query: torch.Tensor, last: int) -> None:
+        """Query starts and sizes from the per-row flag ``new_query``; ``last``: the last row's query field."""
         self._new_query = new_query
         self.starts = positions(new_query)
         self.num_queries = self.starts.shape[0]
-        self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([n]))
+        self.sizes = torch.diff(self.starts, append=self.starts.new_tensor([self.n]))
         # dense query ids: the key's query field is the query's position (no cumsum; computed when used)
-        self._dense = self.packed and n > 0 and int(q[-1]) + 1 == self.num_queries
+        self._dense = self.packed and self.n > 0 and last + 1 == self.num_queries
+
+    def restricted(self, queries: torch.Tensor) -> "Ranking":
+        """The ranking of the rows of ``queries`` (ascending query positions) alone; packed keys only."""
+        size = self.sizes.index_select(0, queries)
+        offset = self.starts.index_select(0, queries) - (torch.cumsum(size, 0) - size)
+        rows = torch.arange(int(size.sum()), device=size.device) + torch.repeat_interleave(offset, size)
+        sub = Ranking.__new__(Ranking)
+        sub._keyed(self._key.index_select(0, rows), self._bits)
+        return sub
 
     @cached_property
     def _tie_key(self) -> torch.Tensor:
@@ -254,14 +289,20 @@ class Ranking:
         if not self.packed or self.num_queries * (levels + 1) > 4 * max(self.n, 1):
             return None
         bits, size = self._bits, self.num_queries * (levels + 1)
-        if _on_host(self._key) and self._dense:  # slots (query << bits | target) block by block: one n-row buffer
-            key, slot = self._key.numpy(), np.empty(self.n, dtype=np.int64)
+        if _on_host(self._key) and self._dense:
+            # slots (query << bits | target) block by block; a block's queries are contiguous (sorted keys),
+            # so its histogram covers a short run of slots, added in place: no n-row buffer
+            key, counts = self._key.numpy(), np.zeros(size, dtype=np.int64)
             for at in range(0, self.n, _BLOCK):
-                part, k = slot[at: at + _BLOCK], key[at: at + _BLOCK]
-                np.right_shift(k, 32 + bits, out=part)
-                part <<= bits
-                part |= k & levels
-            return torch.from_numpy(np.bincount(slot, minlength=size)).reshape(-1, levels + 1)
+                k = key[at: at + _BLOCK]
+                slot = k >> (32 + bits)
+                slot <<= bits
+                base = int(slot[0])
+                slot |= k & levels
+                slot -= base
+                part = np.bincount(slot)
+                counts[base: base + part.shape[0]] += part
+            return torch.from_numpy(counts).reshape(-1, levels + 1)
         slot = (self.query << bits) | (self._key & levels)
         return torch.bincount(slot, minlength=size).reshape(-1, levels + 1)
 
@@ -281,16 +322,44 @@ class Ranking:
         rank = torch.arange(query.shape[0], device=size.device).sub_(first.index_select(0, query))
         return self.starts.index_select(0, query).add_(rank), query, rank
 
-    def tie_after(self, rows: torch.Tensor) -> bool:
-        """Whether some of ``rows`` ties with the next row (same query, equal score): a host read."""
-        if rows.shape[0] == 0:
-            return False
-        after = (rows + 1).clamp_(max=self.n - 1)
+    def top_gains(self, weights: torch.Tensor, k: int):
+        """``(total, tied)``: per query ``total = sum_{rank < k} gain * weights[rank]`` (float64 ``weights`` of
+        length ``k + 1``, the last one 0), and the positions of the queries where one of those rows ties
+        with the next row (there the order within the tie is arbitrary: the caller redoes them).
+
+        On CPU with packed dense keys one blockwise pass over the queries' first ``k + 1`` sorted keys
+        (cache-sized temporaries); elsewhere gathers over the ``O(queries * k)`` top rows.
+        """
+        if not (self.packed and self._dense and _on_host(self._key)):
+            rows, query, rank = self.top(k)
+            gain = self.gains_at(rows).mul_(weights.index_select(0, rank))
+            total = torch.zeros(self.num_queries, dtype=torch.float64, device=gain.device)
+            return total.index_add_(0, query, gain), torch.unique(query[self._ties_next(rows)])
+        key, starts, sizes = self._key.numpy(), self.starts.numpy(), self.sizes.numpy()
+        w, total, col = weights.numpy()[:k], np.empty(self.num_queries), np.arange(k + 1)
+        step, tied = max(_BLOCK // (k + 1), 1), []  # queries per block: (step, k + 1) temporaries
+        for at in range(0, self.num_queries, step):
+            size = sizes[at: at + step, None]
+            rows = starts[at: at + step, None] + col  # each query's first k + 1 rows (the last one: the row after)
+            np.minimum(rows, self.n - 1, out=rows)
+            part = key[rows]
+            same = (part[:, :-1] ^ part[:, 1:]) >> self._bits == 0  # equal (query, score) with the next row
+            same &= col[1:] < size
+            tied.append(np.flatnonzero(same.any(1)) + at)
+            gain = (part[:, :-1] & self.gain_levels).astype(np.float64)
+            gain *= w
+            gain[col[:-1] >= size] = 0.0
+            np.sum(gain, axis=1, out=total[at: at + step])
+        return torch.from_numpy(total), torch.from_numpy(np.concatenate(tied) if tied else np.empty(0, np.int64))
+
+    def _ties_next(self, rows: torch.Tensor) -> torch.Tensor:
+        """bool per row of ``rows``: it ties with the next row (same query, equal score)."""
+        after = (rows + 1).clamp_(max=max(self.n - 1, 0))
         if self.packed:
             same = ((self._key.index_select(0, rows) ^ self._key.index_select(0, after)) >> self._bits) == 0
         else:
             same = self._tie_key.index_select(0, rows) == self._tie_key.index_select(0, after)
-        return bool((same & (rows + 1 < self.n)).any())
+        return same & (rows + 1 < self.n)
 
     def gains_at(self, rows: torch.Tensor) -> torch.Tensor:
         """The float64 gains of ``rows``."""

@@ -32,6 +32,12 @@ def _tie_averaged_gains(r: Ranking) -> torch.Tensor:
     return r.gains.index_put((rows,), (mean / size)[group])
 
 
+def _tie_averaged_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
+    """Per query: ``sum_i g_i D(i)`` over all its rows, with tied rows' gains replaced by their tie's mean."""
+    at_rank = discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1))
+    return r.per_query(_tie_averaged_gains(r) * at_rank)
+
+
 def _ideal_dcg(r: Ranking, discount: torch.Tensor) -> torch.Tensor:
     """Per query: the DCG of its targets sorted descending.
 
@@ -104,13 +110,14 @@ def retrieval_normalized_dcg(
 
     def per_query(r: Ranking) -> torch.Tensor:
         discount = _discount_table(r, top_k)
-        rows = r.top(top_k) if top_k is not None else None
-        if rows is not None and not r.tie_after(rows[0]):  # only the top rows, none tied
-            gain = r.gains_at(rows[0]).mul_(discount.index_select(0, rows[2]))
-            dcg = torch.zeros(r.num_queries, dtype=torch.float64, device=gain.device).index_add_(0, rows[1], gain)
-        else:
-            at_rank = discount.index_select(0, r.rank.clamp(max=discount.shape[0] - 1))
-            dcg = r.per_query(_tie_averaged_gains(r) * at_rank)
+        if top_k is None:
+            dcg = _tie_averaged_dcg(r, discount)
+        else:  # the top rows' gains; queries where a top row ties are redone with their tie groups' means
+            dcg, tied = r.top_gains(discount, top_k)
+            if tied.numel() and r.packed:
+                dcg[tied] = _tie_averaged_dcg(r.restricted(tied), discount)
+            elif tied.numel():
+                dcg = _tie_averaged_dcg(r, discount)
         idcg = _ideal_dcg(r, discount)
         return torch.where(idcg != 0, dcg / torch.where(idcg != 0, idcg, 1.0), torch.zeros_like(dcg))
 
