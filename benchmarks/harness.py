@@ -358,6 +358,9 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     live = [n for n in [BASELINE] + peers if n in values]
     part = max(share - (time.perf_counter() - t_start), 0.0) / max(len(live), 1)
     caps = {n: budget.rounds_for(part, warmup[n], share) for n in live}
+    for name in live:  # timed once while the workload was built: that one timing, not copies of it
+        if isinstance(values[name], Measured) and values[name].once:
+            caps[name] = 0
     first_calls = [n for n in live if caps[n] == 0]
     for name in first_calls:  # too slow for another call: the warm-up is its one timing
         times[name].append(warmup[name])

@@ -31,7 +31,9 @@ a row (time, ratio peer/fmetrics, largest absolute difference of the values).
   ``|a - b| <= tolerance * max(1, |b|)``; rows beyond it are flagged.
 * A callable may return `Measured(value, extra={...}, seconds=...)` to add
   measured columns (collectives, bytes sent, ...) or to report a time it
-  measured itself (e.g. inside worker processes) instead of the wall time.
+  measured itself (e.g. inside worker processes) instead of the wall time;
+  ``once=True`` says that time comes from one run made while the workload was
+  built, so the harness keeps it as a single timing (``1 round``), not copies.
 """
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ class Measured:
     value: Any
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     seconds: Optional[float] = None
+    once: bool = False  # ``seconds`` come from one run made while the workload was built: a single timing
 
 
 @dataclasses.dataclass(frozen=True)

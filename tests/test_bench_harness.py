@@ -312,6 +312,18 @@ def test_noisy_times_are_marked(tmp_path):
     assert "1.00x?" in out and "?: noisy" in out
 
 
+def test_a_time_measured_once_is_one_round(tmp_path):
+    """``Measured(once=True)``: a time from one run made while building is one timing, not round copies."""
+    def build(quick):
+        return {"fmetrics": lambda: Measured(1.0, seconds=2.0, once=True),
+                "torchmetrics": lambda: Measured(1.0, seconds=4.0)}
+
+    rc, out, _, rep = _report(tmp_path, [], {"t/once": _workload("t/once", build)})
+    (row,) = rep["rows"]
+    assert row["baseline"]["times_s"] == [2.0] and len(row["peer_stats"]["times_s"]) > 1
+    assert "2 s 1 round" in out and rc == 0
+
+
 def test_interrupt_reports_finished_rows(tmp_path):
     def build_interrupt(quick):
         def stop():
