@@ -23,7 +23,11 @@ It needs one small fixed-size exchange plus one collective per bucket:
    path and are folded with the tag's operation in rank order.
 3. **Gather path**: ``"cat"`` fields (tuples of chunks) and untagged subtrees
    are packed, as bytes, into one padded buffer and ``all_gather``-ed once;
-   each rank's pieces are cut back out (padding removed).
+   each rank's pieces are cut back out (padding removed). An integer piece of
+   at least `NARROW_MIN` entries travels in the narrowest signed integer
+   dtype that holds its values (its header names both dtypes) and is widened
+   back on arrival: relevance targets and query ids stored as int64 cross
+   the wire as int8 and int32.
 4. Untagged subtrees are folded with ``metric.merge`` in rank order.
 
 Reduction units: a tag applies to the subtree below it; a NamedTuple state
@@ -62,6 +66,20 @@ _DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.
            torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
            torch.uint16, torch.uint32, torch.uint64)
 _CODE = {dt: i for i, dt in enumerate(_DTYPES)}
+NARROW_MIN = 4096  # integer pieces with at least this many entries travel narrowed (`_wire_dtype`)
+_NARROWER = (torch.int8, torch.int16, torch.int32)
+
+
+def _wire_dtype(p: torch.Tensor) -> torch.dtype:
+    """The dtype a gathered piece travels in: the narrowest signed integer dtype holding an integer
+    piece's values (one ``aminmax``, read on the host), else its own."""
+    if p.dtype not in (torch.int16, torch.int32, torch.int64) or p.numel() < NARROW_MIN:
+        return p.dtype
+    low, high = (int(v) for v in torch.aminmax(p))
+    for dtype in _NARROWER:
+        if dtype.itemsize < p.dtype.itemsize and torch.iinfo(dtype).min <= low and high <= torch.iinfo(dtype).max:
+            return dtype
+    return p.dtype
 
 
 class LayoutMismatchError(RuntimeError):
@@ -161,13 +179,15 @@ class _Unit:
                     for i, leaf in enumerate(self.leaves)] + [f"{self.path}: {self.spec}"]
         return [f"{self.path}: {self.kind}"]
 
-    def meta(self) -> list[int]:
-        """Per-rank sizes of the variable pieces: ``[n, (dtype, ndim, *shape) * n]``; a merge unit first
-        gives the hash of its structure without its chunk tuples and the piece count of each chunk field."""
+    def meta(self, narrow: bool = False) -> list[int]:
+        """Per-rank sizes of the variable pieces: ``[n, (dtype, wire dtype, ndim, *shape) * n]``; a merge unit
+        first gives the hash of its structure without its chunk tuples and the piece count of each chunk field.
+        ``narrow``: integer pieces name the narrower dtype they travel in (`_wire_dtype`)."""
         out = [] if self.kind != "merge" else [_hash64(self.skeleton), len(self.lengths), *self.lengths]
         out.append(len(self.pieces))
         for p in self.pieces:
-            out += [_code(p, self.path), p.dim(), *p.shape]
+            code = _code(p, self.path)
+            out += [code, _CODE[_wire_dtype(p)] if narrow else code, p.dim(), *p.shape]
         return out
 
 
@@ -221,7 +241,8 @@ def _rebuild(tags, like, pieces, lengths):
 
 
 def _parse_meta(units: list[_Unit], meta: list[int]) -> list[tuple]:
-    """Inverse of `_Unit.meta` for one rank: per unit ``(skeleton hash, [(dtype, shape), ...], chunk counts)``."""
+    """Inverse of `_Unit.meta` for one rank: per unit ``(skeleton hash, [(dtype, shape, wire dtype), ...],
+    chunk counts)``."""
     out, i = [], 0
     for u in units:
         spec_hash, lengths = None, []
@@ -231,9 +252,9 @@ def _parse_meta(units: list[_Unit], meta: list[int]) -> list[tuple]:
         n, i = meta[i], i + 1
         pieces = []
         for _ in range(n):
-            dtype, ndim = _DTYPES[meta[i]], meta[i + 1]
-            pieces.append((dtype, tuple(meta[i + 2:i + 2 + ndim])))
-            i += 2 + ndim
+            dtype, wire, ndim = _DTYPES[meta[i]], _DTYPES[meta[i + 1]], meta[i + 2]
+            pieces.append((dtype, tuple(meta[i + 3:i + 3 + ndim]), wire))
+            i += 3 + ndim
         out.append((spec_hash, pieces, lengths))
     return out
 
@@ -331,7 +352,7 @@ def _exchange_headers(ctx: _Context, metric: Metric, state, units: list[_Unit], 
                    f"state type: {type(state).__module__}.{type(state).__qualname__}"]
     for u in units:
         description += u.describe()
-    meta = [v for u in units for v in u.meta()]
+    meta = [v for u in units for v in u.meta(narrow=True)]
     header = torch.zeros(HEADER_LEN, dtype=torch.int64)
     header[0], header[1] = _hash64("\n".join(description)), len(meta)
     if len(meta) <= HEADER_LEN - 2:
@@ -393,7 +414,7 @@ def _check_chunk_shapes(units: list[_Unit], layouts: list) -> None:
     unit are checked when every rank's unit has one structure (else `merge` meets them)."""
     for i, u in enumerate(units):
         if u.kind == "cat":
-            _check_field(u.path, [(r, shape) for r, layout in enumerate(layouts) for _, shape in layout[i][1]])
+            _check_field(u.path, [(r, shape) for r, layout in enumerate(layouts) for _, shape, _ in layout[i][1]])
         elif u.kind == "merge" and any(kind == "cat" for kind, _ in u.segments) and \
                 all(layout[i][0] == layouts[0][i][0] for layout in layouts):
             fields: dict = {}
@@ -488,18 +509,19 @@ class _Gathered:
         for layout in layouts:
             off, offs = 0, []
             for _, pieces, _ in layout:
-                for dtype, shape in pieces:
+                for _, shape, wire in pieces:
                     offs.append(off)
-                    off = _aligned(off + math.prod(shape) * dtype.itemsize)
+                    off = _aligned(off + math.prod(shape) * wire.itemsize)
             self.offsets.append(offs)
             sizes.append(off)
         self.buffers = None
         if max(sizes) > 0:
             buf = torch.zeros(max(sizes), dtype=torch.uint8, device=ctx.comm)
             local = [p for u in units for p in u.pieces]
-            for off, p in zip(self.offsets[ctx.rank], local):
-                raw = p.detach().contiguous().reshape(-1).view(torch.uint8)
-                buf[off:off + raw.numel()] = raw.to(ctx.comm)
+            wires = [wire for _, pieces, _ in layouts[ctx.rank] for _, _, wire in pieces]
+            for off, p, wire in zip(self.offsets[ctx.rank], local, wires):
+                flat = p.detach().reshape(-1)
+                buf[off:off + flat.numel() * wire.itemsize].view(wire).copy_(flat)  # narrowed on the way
             self.buffers = _all_gather(buf, ctx.world, ctx.group)
 
     def pieces(self, r: int, i: int) -> list[torch.Tensor]:
@@ -508,10 +530,10 @@ class _Gathered:
             return self.units[i].pieces
         start = sum(len(p) for _, p, _ in self.layouts[r][:i])
         out = []
-        for j, (dtype, shape) in enumerate(self.layouts[r][i][1]):
+        for j, (dtype, shape, wire) in enumerate(self.layouts[r][i][1]):
             off = self.offsets[r][start + j]
-            raw = self.buffers[r][off:off + math.prod(shape) * dtype.itemsize]
-            out.append(raw.view(dtype).reshape(shape))
+            raw = self.buffers[r][off:off + math.prod(shape) * wire.itemsize]
+            out.append(raw.view(wire).reshape(shape).to(dtype))  # widened back (a view when not narrowed)
         return out
 
 

@@ -302,6 +302,22 @@ def _edge_body(rank: int, world: int):
         finally:
             distributed.GATHER_PIECE_BYTES = piece
         out["pieces"] = (odd.finalize(reduced), odd.finalize(fm.state.fold(odd.merge, many)), dict(counts))
+        # integer chunks travel in the narrowest dtype holding their values, and come back in their own
+        rows = _chunked_metric()
+        n, big = distributed.NARROW_MIN, 2**40
+        chunks = [torch.arange(n) % 200 - 100,  # int64 in int8's range (negatives too) -> int8 on the wire
+                  torch.arange(n) * 7 - 5,  # int64 in int16's range -> int16
+                  torch.arange(n) * 300_000,  # int64 in int32's range -> int32
+                  torch.arange(n) + big,  # int64 beyond int32 -> sent as it is
+                  (torch.arange(n) % 100).int(),  # int32 in int8's range -> int8
+                  torch.arange(n - 1) % 3]  # too few entries: sent as it is
+        for i, c in enumerate(chunks):
+            state = rows.update(rows.init(), c + rank)
+            with count_collectives() as counts:
+                reduced = reduce(rows, state)
+            want = torch.cat([c + r for r in range(world)])
+            out[f"narrow_{i}"] = (torch.equal(rows.finalize(reduced), want), rows.finalize(reduced).dtype,
+                                  c.dtype, counts["bytes"])
         # an untagged state whose tree differs per rank: gathered, then merged in rank order
         mom = _moments_metric()
         states = _states(mom, world)
@@ -372,6 +388,19 @@ def test_uncommon_dtypes_and_mixed_chunks_reduce_to_the_fold(edge_results):
         assert out["odd_dtypes"] == [torch.bool, torch.int16, torch.float32]
         # header + one all_reduce (float32 min) + one all_gather (bool/int16 fields and the chunks)
         assert counts["ops"] == {"all_gather": 2, "all_reduce": 1}, counts
+
+
+@pytest.mark.distributed
+def test_integer_chunks_travel_narrowed_and_come_back_exact(edge_results):
+    header = distributed.HEADER_LEN * 8  # one int64 header per rank
+    n = distributed.NARROW_MIN
+    wire = [1, 2, 4, 8, 1, 8]  # bytes per entry on the wire, per chunk of `_edge_body`
+    for rank, out in enumerate(edge_results):
+        for i, per_entry in enumerate(wire):
+            equal, got, want, sent = out[f"narrow_{i}"]
+            assert equal and got == want, (rank, i)
+            rows = n - (i == 5)
+            assert sent == header + -(-rows * per_entry // 16) * 16, (rank, i, sent)
 
 
 @pytest.mark.distributed
