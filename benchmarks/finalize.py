@@ -222,6 +222,7 @@ def ndcg_two_ranks(quick: bool, device="cpu"):
     keys = torch.randint(-(2**62), 2**62, (WORLD * n,), generator=torch.Generator().manual_seed(1))
 
     def sort():
-        return Measured(WORLD * n, extra={"sorted": torch.sort(keys).values.shape[0]})
+        torch.sort(keys)
+        return Measured(WORLD * n)
 
     return {"fmetrics": fmetrics_call, "torch.sort": sort}
