@@ -76,6 +76,15 @@ def eager_check_applies(inputs, kwargs) -> bool:
     return all(x.device.type == "cpu" and not torch._is_functional_tensor(x) for x in _tensors(inputs, kwargs))
 
 
+def eager_check_applies_to(x: torch.Tensor) -> bool:
+    """`eager_check_applies` for one input tensor (the per-update hot path of the aggregation metrics)."""
+    m = _MODE[0]
+    if m != "auto":
+        return m == "eager"
+    return (x.device.type == "cpu" and not torch._is_functional_tensor(x) and not torch.compiler.is_compiling()
+            and not torch._C._are_functorch_transforms_active())
+
+
 def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:
     """Raises when an input tensor is on another device than the state."""
     for x in _tensors(inputs, kwargs):

@@ -74,7 +74,7 @@ def unscreened(x: torch.Tensor, reduce) -> Optional[torch.Tensor]:
     would sync or break a trace (`validation.eager_check_applies`), and for
     non-float ``x`` (no NaN to count: the plain path is already one pass).
     """
-    if not x.is_floating_point() or not validation.eager_check_applies((x,), {}):
+    if not x.is_floating_point() or not validation.eager_check_applies_to(x):
         return None
     value = reduce(x)
     return None if math.isnan(value) else value
