@@ -78,6 +78,40 @@ def test_ranks_and_tie_sum_are_exact():
     assert ties == sum(t ** 3 - t)
 
 
+def _columns(g, n):
+    """float32 columns that bucket badly and well: spread, heavy ties (a run over 1/8 of the rows: the
+    in-place fallback), +-0.0, infinities, NaN, few distinct top bits, a constant."""
+    spread = torch.randn(n, generator=g) * 1e3
+    ties = torch.where(torch.rand(n, generator=g) < 0.6, torch.zeros(n), torch.randn(n, generator=g))
+    ties[::3] = -0.0
+    edge = torch.randn(n, generator=g)
+    edge[::7], edge[1::11], edge[2::13] = float("inf"), -float("inf"), float("nan")
+    narrow = 1.0 + torch.rand(n, generator=g) * 1e-3  # one exponent, few 16-bit prefixes
+    return [spread, ties, edge, narrow, torch.full((n,), 2.5)]
+
+
+@pytest.mark.parametrize("n", [1, 5, 33, 3 * _pairs._BLOCK + 7])
+def test_bucketed_sort_gives_the_sorted_keys(monkeypatch, n):
+    """The sample sort of large columns (`_pairs.BUCKET_ROWS`, forced here) equals one plain sort of the keys."""
+    g = torch.Generator().manual_seed(n)
+    for x in _columns(g, n):
+        parts = [x[:n // 3].numpy(), x[n // 3: n // 3 + 1].numpy(), x[n // 3 + 1:].numpy()]
+        plain = _pairs.sorted_keys(parts, n)
+        monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1)
+        bucketed = _pairs.sorted_keys(parts, n)
+        monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1 << 22)
+        np.testing.assert_array_equal(bucketed, plain)
+
+
+def test_bucketed_spearman_matches_scipy(monkeypatch):
+    monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1)
+    g = torch.Generator().manual_seed(4)
+    n = 2 * _pairs._BLOCK + 99
+    cols = _columns(g, n)
+    for p, t in ((cols[0], cols[1]), (cols[3], cols[0]), (cols[1], cols[3])):
+        _close(_stream(fm.spearman_corrcoef(), p, t, _cuts(n, g)), _ref(p, t))
+
+
 def test_num_outputs_columns_match_scipy():
     g = torch.Generator().manual_seed(3)
     n = 2500
