@@ -359,3 +359,60 @@ def _lexsort_flagged(key: Array, flag: Array) -> Tuple[Array, Array]:
     by_flag = torch.argsort(flag.to(torch.uint8), stable=True)
     keys, order = torch.sort(key[by_flag], stable=True)
     return keys, flag[by_flag][order].to(torch.int64)
+
+
+# ---------------------------------------------------------------- sample sort of large host key arrays
+
+BUCKET_ROWS = 1 << 22  # key arrays at least this long sort by `SampleSort`
+BUCKETS = 16
+
+
+class SampleSort:
+    """Sorts a large int64 key array on the host in buckets of value ranges, each by ``torch.sort``.
+
+    On CPU (torch 2.13, 1 thread) torch's radix sort beats numpy's in-place
+    sort (2e7 int64 keys: 0.99 s against 1.37 s) but needs about 4x the keys'
+    bytes beside them; on one bucket of 1/`BUCKETS` of the keys that is little.
+    A key's bucket is looked up from its *prefix*, an int in ``[0, 2**16)`` that
+    orders like the key (its top bits); bounds are quantiles of a sample of
+    prefixes. The caller:
+
+    1. ``s = SampleSort(sample_prefixes)``;
+    2. ``s.count(prefixes)`` for every key, block by block;
+    3. ``s.place(out, keys, prefixes)`` block by block: each block's keys go to
+       their bucket's range of the ``n``-long ``out``;
+    4. ``s.sort(out)``: each bucket sorted on its own (numpy's in-place sort for
+       a bucket of over 1/8 of the keys, as one prefix shared by many keys
+       makes). The buckets in order are then the keys in order.
+    """
+
+    def __init__(self, sample: np.ndarray):
+        sample = np.sort(sample)
+        bounds = sample[(np.arange(1, BUCKETS) * sample.shape[0]) // BUCKETS] if sample.size else sample
+        self.table = np.searchsorted(bounds, np.arange(1 << 16), side="right").astype(np.uint8)  # prefix -> bucket
+        self.counts = np.zeros(BUCKETS, dtype=np.int64)
+        self.fill = None
+
+    def count(self, prefixes: np.ndarray) -> None:
+        self.counts += np.bincount(self.table[prefixes], minlength=BUCKETS)
+
+    def place(self, out: np.ndarray, keys: np.ndarray, prefixes: np.ndarray) -> None:
+        if self.fill is None:
+            self.fill = np.cumsum(self.counts) - self.counts
+        bucket = self.table[prefixes]
+        order = np.argsort(bucket, kind="stable")  # a radix sort of uint8
+        keys, sizes, at = keys[order], np.bincount(bucket, minlength=BUCKETS), 0
+        for j in np.flatnonzero(sizes):
+            out[self.fill[j]: self.fill[j] + sizes[j]] = keys[at: at + sizes[j]]
+            self.fill[j] += sizes[j]
+            at += sizes[j]
+
+    def sort(self, out: np.ndarray) -> np.ndarray:
+        ends = np.cumsum(self.counts)
+        for a, b in zip(ends - self.counts, ends):
+            part = out[a: b]
+            if b - a > out.shape[0] // 8:
+                part.sort()
+            elif b > a:
+                part[...] = torch.sort(torch.from_numpy(part)).values.numpy()
+        return out

@@ -262,12 +262,17 @@ def test_ndcg_float_gains_match_torchmetrics():
 
 
 @pytest.mark.parametrize("host", [True, False], ids=["numpy-blocks", "torch"])
-@pytest.mark.parametrize("dense", [True, False], ids=["dense-ids", "sparse-ids"])
-def test_ndcg_top_k_redoes_only_tied_queries_against_sklearn(monkeypatch, host, dense):
+@pytest.mark.parametrize("spacing", [1, 7, 200], ids=["dense-ids", "sparse-ids", "wide-ids-sample-sorted"])
+def test_ndcg_top_k_redoes_only_tied_queries_against_sklearn(monkeypatch, host, spacing):
     """NDCG@k over many queries, a few with tied scores (inside, across and below the cutoff): the
-    untied queries take the top rows' gains, the tied ones their tie groups' means (scikit-learn's rule)."""
+    untied queries take the top rows' gains, the tied ones their tie groups' means (scikit-learn's rule).
+    Query ids spanning 16 bits take the sample sort of large key arrays (`_keys.BUCKET_ROWS`, forced here)."""
     skm = pytest.importorskip("sklearn.metrics")
+    from fmetrics import _keys
+
     monkeypatch.setattr(_ranking, "_BLOCK", 64)  # many blocks of queries
+    monkeypatch.setattr(_ranking, "_SAMPLE_BLOCK", 100)
+    monkeypatch.setattr(_keys, "BUCKET_ROWS", 1)
     if not host:
         monkeypatch.setattr(_ranking, "_on_host", lambda x: False)
     g = torch.Generator().manual_seed(5)
@@ -276,7 +281,7 @@ def test_ndcg_top_k_redoes_only_tied_queries_against_sklearn(monkeypatch, host, 
     tied = torch.randperm(queries, generator=g)[:40]
     preds[tied] = torch.round(preds[tied] * 3) / 3  # 4 score levels in 9 rows: ties at every rank
     target = torch.randint(0, 4, (queries, per), generator=g) * (torch.rand(queries, per, generator=g) < 0.5)
-    ids = torch.arange(queries)[:, None].expand(queries, per) * (1 if dense else 7)
+    ids = torch.arange(queries)[:, None].expand(queries, per) * spacing
     order = torch.randperm(queries * per, generator=g)
     flat = [x.reshape(-1)[order] for x in (preds, target, ids)]
     for k in (1, 3, 9, 12):

@@ -14,6 +14,7 @@ import scipy.stats as ss
 import torch
 
 import fmetrics as fm
+from fmetrics import _keys
 from fmetrics.regression import _pairs
 
 
@@ -92,19 +93,19 @@ def _columns(g, n):
 
 @pytest.mark.parametrize("n", [1, 5, 33, 3 * _pairs._BLOCK + 7])
 def test_bucketed_sort_gives_the_sorted_keys(monkeypatch, n):
-    """The sample sort of large columns (`_pairs.BUCKET_ROWS`, forced here) equals one plain sort of the keys."""
+    """The sample sort of large columns (`_keys.BUCKET_ROWS`, forced here) equals one plain sort of the keys."""
     g = torch.Generator().manual_seed(n)
     for x in _columns(g, n):
         parts = [x[:n // 3].numpy(), x[n // 3: n // 3 + 1].numpy(), x[n // 3 + 1:].numpy()]
         plain = _pairs.sorted_keys(parts, n)
-        monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1)
+        monkeypatch.setattr(_keys, "BUCKET_ROWS", 1)
         bucketed = _pairs.sorted_keys(parts, n)
-        monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1 << 22)
+        monkeypatch.setattr(_keys, "BUCKET_ROWS", 1 << 22)
         np.testing.assert_array_equal(bucketed, plain)
 
 
 def test_bucketed_spearman_matches_scipy(monkeypatch):
-    monkeypatch.setattr(_pairs, "BUCKET_ROWS", 1)
+    monkeypatch.setattr(_keys, "BUCKET_ROWS", 1)
     g = torch.Generator().manual_seed(4)
     n = 2 * _pairs._BLOCK + 99
     cols = _columns(g, n)

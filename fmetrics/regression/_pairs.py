@@ -68,12 +68,12 @@ def sorted_keys(parts, n: int) -> np.ndarray:
 
     Written block by block into the one ``n``-long array (no ``n``-long
     temporary, no index array) and sorted in place by numpy's vectorized
-    integer sort; from `BUCKET_ROWS` values on, placed by value range into
-    `_BUCKETS` buckets and each bucket sorted by ``torch.sort`` (`_bucketed`).
+    integer sort; from `fmetrics._keys.BUCKET_ROWS` values on, by sample
+    sort (`_bucketed`: buckets by the value's top 16 bits).
     ``-0.0 == +0.0``; NaN sorts last (`fmetrics._keys.ascending32`).
     """
     keys = np.empty(n, dtype=np.int64)
-    if n and n >= BUCKET_ROWS:
+    if n and n >= _keys.BUCKET_ROWS:
         return _bucketed(parts, keys)
     for at, block in _blocks(parts):
         _pack_rows(keys[at: at + block.shape[0]], block, at)
@@ -81,12 +81,7 @@ def sorted_keys(parts, n: int) -> np.ndarray:
     return keys
 
 
-# Columns of at least this many values sort in buckets: torch's radix sort beats numpy's in-place sort
-# (torch 2.13, 1 thread: 2e7 int64 keys 0.99 s against 1.37 s) but needs ~4x the keys' bytes beside
-# them; on a bucket of 1/_BUCKETS of the keys that is a small fraction of the key array.
-BUCKET_ROWS = 1 << 22
-_BUCKETS = 32
-_SAMPLE = 1 << 16  # values sampled for the bucket bounds
+_SAMPLE = 1 << 16  # values sampled for the bucket bounds of `_keys.SampleSort`
 
 
 def _blocks(parts):
@@ -104,40 +99,16 @@ def _pack_rows(out: np.ndarray, block: np.ndarray, at: int) -> np.ndarray:
 
 
 def _bucketed(parts, keys: np.ndarray) -> np.ndarray:
-    """`sorted_keys` by sample sort: each value's bucket is looked up by the top 16 bits of its 32-bit image
-    (bucket bounds at quantiles of a strided sample), each block's keys are placed in their bucket's range of
-    ``keys``, then every bucket is sorted on its own (``torch.sort``; numpy's in-place sort for a bucket
-    holding over 1/8 of the keys, as a run of equal values does, which no bound splits).
-
-    A bucket holds one range of values, so the buckets in order are the keys in order.
-    """
-    n = keys.shape[0]
-    step = max(n // _SAMPLE, 1)
-    sample = np.sort(np.concatenate([_prefix(_keys.ascending32(p[::step])) for p in parts]))
-    bounds = sample[(np.arange(1, _BUCKETS) * sample.shape[0]) // _BUCKETS]
-    table = np.searchsorted(bounds, np.arange(1 << 16), side="right").astype(np.uint8)  # prefix -> bucket
-    counts = np.zeros(_BUCKETS, dtype=np.int64)
+    """`sorted_keys` by `fmetrics._keys.SampleSort`, bucketed by the top 16 bits of the values' 32-bit images."""
+    step = max(keys.shape[0] // _SAMPLE, 1)
+    buckets = _keys.SampleSort(np.concatenate([_prefix(_keys.ascending32(p[::step])) for p in parts]))
     for _, block in _blocks(parts):
-        counts += np.bincount(table[_prefix(_keys.ascending32(block))], minlength=_BUCKETS)
-    ends = np.cumsum(counts)
-    fill = ends - counts
+        buckets.count(_prefix(_keys.ascending32(block)))
     scratch = np.empty(_BLOCK, dtype=np.int64)
     for at, block in _blocks(parts):
         k = _pack_rows(scratch[:block.shape[0]], block, at)
-        bucket = table[_prefix(k >> _ROW_BITS)]
-        order = np.argsort(bucket, kind="stable")  # a radix sort of uint8
-        k, sizes, pos = k[order], np.bincount(bucket, minlength=_BUCKETS), 0
-        for j in np.flatnonzero(sizes):
-            keys[fill[j]: fill[j] + sizes[j]] = k[pos: pos + sizes[j]]
-            fill[j] += sizes[j]
-            pos += sizes[j]
-    for a, b in zip(ends - counts, ends):
-        part = keys[a: b]
-        if b - a > n // 8:
-            part.sort()
-        elif b > a:
-            part[...] = torch.sort(torch.from_numpy(part)).values.numpy()
-    return keys
+        buckets.place(keys, k, _prefix(k >> _ROW_BITS))
+    return buckets.sort(keys)
 
 
 def _prefix(image: np.ndarray) -> np.ndarray:

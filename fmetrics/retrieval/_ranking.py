@@ -101,6 +101,40 @@ def _target_bits(target: tuple, binary: bool) -> Optional[int]:
     return max(high.bit_length(), 1)
 
 
+def _sorted_keys(preds: tuple, target: tuple, indexes: tuple, low: int, high: int, bits: int) -> torch.Tensor:
+    """The `_packed_keys` sorted: on the host, with at least `fmetrics._keys.BUCKET_ROWS` rows and query ids
+    spanning 16 bits or more, by sample sort over query ranges (`_bucket_sorted`), else packed then sorted."""
+    n = sum(p.shape[0] for p in preds)
+    spare = (high - low).bit_length() - 16  # query bits below the 16-bit prefix
+    if n >= _keys.BUCKET_ROWS and spare >= 0 and _on_host(indexes[0]):
+        return _bucket_sorted(preds, target, indexes, low, bits, spare)
+    return _sort_values(_packed_keys(preds, target, indexes, low, bits))
+
+
+def _bucket_sorted(preds: tuple, target: tuple, indexes: tuple, low: int, bits: int, spare: int) -> torch.Tensor:
+    """`_sorted_keys` by `fmetrics._keys.SampleSort`: a key's prefix is the top 16 bits of its query offset
+    (counted from the query ids alone), each chunk's keys are packed into a scratch buffer and placed."""
+    n = sum(p.shape[0] for p in preds)
+    step = max(n // (1 << 16), 1)  # a sample of about 2^16 query ids
+    buckets = _keys.SampleSort(np.concatenate([(q.numpy()[::step] - low) >> spare for q in indexes]))
+    for q in indexes:
+        for s in range(0, q.shape[0], _SAMPLE_BLOCK):
+            buckets.count((q.numpy()[s: s + _SAMPLE_BLOCK] - low) >> spare)
+    out, scratch = np.empty(n, dtype=np.int64), np.empty(_SAMPLE_BLOCK, dtype=np.int64)
+    for p, t, q in zip(preds, target, indexes):
+        p, t, q = p.float().numpy(), t.numpy(), q.numpy()
+        for s in range(0, p.shape[0], _SAMPLE_BLOCK):  # cache-sized blocks
+            part = scratch[:p[s: s + _SAMPLE_BLOCK].shape[0]]
+            _keys.pack_into(part, [(q[s: s + _SAMPLE_BLOCK] - low, None),
+                                   (_keys.descending32(p[s: s + _SAMPLE_BLOCK]), 32),
+                                   (_as_int64(t[s: s + _SAMPLE_BLOCK]), bits)])
+            buckets.place(out, part, part >> (32 + bits + spare))
+    return torch.from_numpy(buckets.sort(out))
+
+
+_SAMPLE_BLOCK = 1 << 15  # rows per block of the sample sort's passes
+
+
 def _packed_keys(preds: tuple, target: tuple, indexes: tuple, low: int, bits: int) -> torch.Tensor:
     """``(query - low) << (32 + bits) | descending32(score) << bits | target``, one int64 per row (`fmetrics._keys`).
 
@@ -138,17 +172,34 @@ def _sort_values(key: torch.Tensor) -> torch.Tensor:
     return torch.sort(key).values
 
 
-def _new_fields(key: np.ndarray, shift: int) -> torch.Tensor:
-    """bool per row of sorted ``key``: its field above ``shift`` bits differs from the previous row's (row 0: True).
+def _scan(key: np.ndarray, bits: int):
+    """One blockwise pass over sorted packed keys: ``(new_query, counts)``.
 
-    Block by block: cache-sized temporaries instead of an n-row copy of the field.
+    ``new_query``: bool per row, its query field (above ``32 + bits``) differs
+    from the previous row's (row 0: True). ``counts``: int64 rows per
+    ``(query field, target)`` slot ``field << bits | target``, for fields
+    ``0..last`` (None when that is over 4 slots per row). A block's queries are
+    contiguous, so its histogram covers a short run of slots, added in place:
+    cache-sized temporaries, no n-row copy of a field.
     """
-    out = np.ones(key.shape[0], dtype=bool)
-    for at in range(1, key.shape[0], _BLOCK):
-        part = out[at: at + _BLOCK]
-        diff = key[at: at + _BLOCK] ^ key[at - 1: at - 1 + part.shape[0]]
-        np.not_equal(diff >> shift, 0, out=part)
-    return torch.from_numpy(out)
+    n, shift, levels = key.shape[0], 32 + bits, (1 << bits) - 1
+    new_query = np.ones(n, dtype=bool)
+    size = ((int(key[-1]) >> shift) + 1) << bits if n else 0
+    counts = np.zeros(size, dtype=np.int64) if size <= 4 * max(n, 1) else None
+    for at in range(0, n, _BLOCK):
+        k = key[at: at + _BLOCK]
+        field = k >> shift
+        np.not_equal(field[1:], field[:-1], out=new_query[at + 1: at + k.shape[0]])
+        if at:
+            new_query[at] = field[0] != int(key[at - 1]) >> shift
+        if counts is not None:
+            field <<= bits
+            base = int(field[0])
+            field |= k & levels
+            field -= base
+            part = np.bincount(field)
+            counts[base: base + part.shape[0]] += part
+    return torch.from_numpy(new_query), counts
 
 
 class Ranking:
@@ -180,7 +231,7 @@ class Ranking:
             if (high - low).bit_length() + 32 + bits > 63:
                 bits = None
         if bits is not None:
-            self._keyed(_sort_values(_packed_keys(preds, target, indexes, low, bits)), bits)
+            self._keyed(_sorted_keys(preds, target, indexes, low, high, bits), bits)
             return
         t = torch.cat(target)
         order, q, self._tie_key, self.retrieved, self.relevant = sort_rows(
@@ -195,8 +246,9 @@ class Ranking:
         """The ranking of sorted packed keys ``query << (32 + bits) | descending score << bits | target``."""
         self.n, self._key, self._bits = key.shape[0], key, bits
         self.gain_levels, self.packed = (1 << bits) - 1, True
-        if _on_host(key):  # the query field compared block by block (no n-row copy of it)
-            new_query = _new_fields(key.numpy(), 32 + bits)
+        self._field_counts = None
+        if _on_host(key):  # query starts and the (query, target) histogram in one blockwise pass
+            new_query, self._field_counts = _scan(key.numpy(), bits)
         else:
             q = key >> (32 + bits)
             new_query = torch.ones(self.n, dtype=torch.bool, device=q.device)
@@ -291,20 +343,9 @@ class Ranking:
         if not self.packed or self.num_queries * (levels + 1) > 4 * max(self.n, 1):
             return None
         bits, size = self._bits, self.num_queries * (levels + 1)
-        if _on_host(self._key) and self._dense:
-            # slots (query << bits | target) block by block; a block's queries are contiguous (sorted keys),
-            # so its histogram covers a short run of slots, added in place: no n-row buffer
-            key, counts = self._key.numpy(), np.zeros(size, dtype=np.int64)
-            for at in range(0, self.n, _BLOCK):
-                k = key[at: at + _BLOCK]
-                slot = k >> (32 + bits)
-                slot <<= bits
-                base = int(slot[0])
-                slot |= k & levels
-                slot -= base
-                part = np.bincount(slot)
-                counts[base: base + part.shape[0]] += part
-            return torch.from_numpy(counts).reshape(-1, levels + 1)
+        if self._field_counts is not None:  # the host scan's histogram, by query field
+            counts = torch.from_numpy(self._field_counts).reshape(-1, levels + 1)
+            return counts if self._dense else counts.index_select(0, self._key.index_select(0, self.starts) >> (32 + bits))
         slot = (self.query << bits) | (self._key & levels)
         return torch.bincount(slot, minlength=size).reshape(-1, levels + 1)
 
