@@ -81,8 +81,9 @@ def eager_check_applies_to(x: torch.Tensor) -> bool:
     m = _MODE[0]
     if m != "auto":
         return m == "eager"
-    return (x.device.type == "cpu" and not torch._is_functional_tensor(x) and not torch.compiler.is_compiling()
-            and not torch._C._are_functorch_transforms_active())
+    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():  # first: no graph break
+        return False
+    return x.device.type == "cpu" and not torch._is_functional_tensor(x)
 
 
 def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:
