@@ -129,6 +129,7 @@ def _replay(value, counts: dict, times: list[float]):
 
 
 @register("adapters/sync_collection10", domain="adapters", peers=("torchmetrics",), tolerance=1e-5,
+          full_only="it spawns 2 gloo processes (8 s of start-up, 15 s on a busy machine)",
           description=__doc__.splitlines()[0])
 def sync_collection10(quick: bool, device="cpu"):
     if torch.device(device).type != "cpu":

@@ -4,8 +4,8 @@ references per sentence for the MT metrics. fmetrics and torchmetrics are fed ba
 the dedicated libraries (sacrebleu, jiwer, rouge-score, rapidfuzz) score the whole corpus in one call,
 their fastest use. Peers' values are put on fmetrics' scale (sacrebleu's 0-100 divided by 100).
 
-chrF uses 1,000 pairs (100 with --quick), edit distance 2,000 (200) and CER 2,000 (500): torchmetrics
-takes minutes beyond that.
+chrF uses 1,000 pairs (50 with --quick), edit distance 2,000 (100) and CER 2,000 (250), and BLEU /
+sacreBLEU 1,000 with --quick: torchmetrics takes minutes beyond that (and seconds of a quick run).
 """
 from __future__ import annotations
 
@@ -106,12 +106,12 @@ def _sacre_ter(hyps, targets):
 
 
 _mt("bleu_score", ft.bleu_score(), "BLEUScore", _sacre_bleu("none"),
-    "corpus BLEU (whitespace tokens), 2 references, vs sacrebleu tokenize='none' and BLEUScore")
+    "corpus BLEU (whitespace tokens), 2 references, vs sacrebleu tokenize='none' and BLEUScore", small=1000)
 _mt("sacre_bleu_score", ft.sacre_bleu_score(), "SacreBLEUScore", _sacre_bleu("13a"),
-    "sacreBLEU 13a, 2 references, vs sacrebleu.corpus_bleu and SacreBLEUScore")
+    "sacreBLEU 13a, 2 references, vs sacrebleu.corpus_bleu and SacreBLEUScore", small=1000)
 _mt("chrf_score", ft.chrf_score(), "CHRFScore", _sacre_chrf,
     "chrF++ on 1,000 pairs, 2 references, vs sacrebleu CHRF(word_order=2) and CHRFScore "
-    "(torchmetrics averages per-order F-scores: its value differs)", full=1000, small=100)
+    "(torchmetrics averages per-order F-scores: its value differs)", full=1000, small=50)
 _mt("translation_edit_rate", ft.translation_edit_rate(), "TranslationEditRate", _sacre_ter,
     "TER, 1 reference, vs sacrebleu TER and TranslationEditRate", refs=1, full=5000, small=500)
 
@@ -142,7 +142,7 @@ def _asr(name, metric, tm_class, jiwer_fn, doc, full=20000, small=2000, toleranc
 
 _asr("word_error_rate", ft.word_error_rate(), "WordErrorRate", "wer", "WER vs jiwer.wer and WordErrorRate")
 _asr("char_error_rate", ft.char_error_rate(), "CharErrorRate", "cer",
-     "CER on 2,000 pairs vs jiwer.cer and CharErrorRate", full=2000, small=500)
+     "CER on 2,000 pairs vs jiwer.cer and CharErrorRate", full=2000, small=250)
 _asr("match_error_rate", ft.match_error_rate(), "MatchErrorRate", "mer",
      "MER vs jiwer.mer and MatchErrorRate (torchmetrics divides by sum max(N_ref, N_hyp): its value differs)",
      tolerance=1e-6)
@@ -150,11 +150,11 @@ _asr("word_information_lost", ft.word_information_lost(), "WordInfoLost", "wil",
      "WIL vs jiwer.wil and WordInfoLost (torchmetrics' value differs, see docs/text.md)")
 
 
-@register("text/edit_distance", domain="text", samples=lambda quick: _size(quick, 2000, 200),
+@register("text/edit_distance", domain="text", samples=lambda quick: _size(quick, 2000, 100),
           peers=("rapidfuzz", "torchmetrics"), description="mean character edit distance vs a rapidfuzz "
           "Levenshtein loop and EditDistance", tolerance=1e-6)
 def _edit(quick: bool, device="cpu"):  # strings: host data, whatever the device
-    hyps, targets = corpus(_size(quick, 2000, 200))
+    hyps, targets = corpus(_size(quick, 2000, 100))
     refs = [t[0] for t in targets]
     batches = _batches(hyps, targets, flat=True)
     runs = {"fmetrics": fmetrics_run(ft.edit_distance(), batches)}

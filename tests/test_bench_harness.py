@@ -516,6 +516,13 @@ def test_a_full_only_workload_is_skipped_by_quick_runs_saying_why(tmp_path):
     assert row["reason"] == "full run only: it spawns processes"
 
 
+def test_a_busy_machine_gives_the_rounds_a_smaller_budget():
+    assert harness.load_slowdown(0.3, 2) == 1.0  # quiet: the full budget
+    assert harness.load_slowdown(2.0, 2) == pytest.approx(1.5)  # two busy processes share 2 CPUs with the run
+    assert harness.Budget(True, slowdown=1.5).total_s == pytest.approx(harness.Budget(True).total_s / 1.5)
+    assert harness.Budget(False, slowdown=0.5).total_s == harness.Budget(False).total_s  # never larger
+
+
 def test_a_busy_machine_gets_fewer_threads_unless_threads_is_given():
     assert harness.fewer_threads(2.0, 2, 2) == 1  # two busy processes on 2 CPUs: 1 thread, not 0
     assert harness.fewer_threads(0.2, 2, 2) == 2  # quiet: torch's default
