@@ -17,7 +17,6 @@ in ``state MB``). On a device the peak is ``torch.cuda.max_memory_allocated``.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
@@ -45,33 +44,20 @@ def _rss_kb(field: str) -> int | None:
     return None
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
+def _exact_rss() -> None:
+    """Large blocks (>= 128 KiB) mmapped and returned on free (glibc's dynamic threshold off), so RSS tracks use.
 
-
-def _mallopt(*settings) -> bool:
+    Otherwise glibc keeps freed blocks of up to 32 MiB in its heap and a later
+    allocation reuses them without growing the resident set.
+    """
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        for param, value in settings:
-            libc.mallopt(param, value)
-        libc.malloc_trim(0)  # free heap pages go back to the system
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        libc.malloc_trim(0)  # free heap pages left by the build go back to the system
     except (OSError, AttributeError):
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _exact_rss():
-    """Inside: large blocks (>= 128 KiB) mmapped and returned on free, so RSS tracks use (glibc otherwise keeps
-    freed blocks of up to 32 MiB in its heap, and a later allocation reuses them without growing the resident
-    set). After: the thresholds glibc's own heuristic reaches once large blocks were freed (32 / 64 MiB), so the
-    workloads that run next in the process do not page-fault on every large temporary."""
-    _mallopt((_M_MMAP_THRESHOLD, 128 * 1024))
-    try:
-        yield
-    finally:
-        _mallopt((_M_MMAP_THRESHOLD, 32 * 2**20), (_M_TRIM_THRESHOLD, 64 * 2**20))
+        pass
 
 
 def _peak_growth(fn, device):
@@ -83,15 +69,14 @@ def _peak_growth(fn, device):
         out = fn()
         torch.cuda.synchronize(device)
         return out, (torch.cuda.max_memory_allocated(device) - before) / 2**20
-    with _exact_rss():
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
-        except OSError:
-            return fn(), None
-        before = _rss_kb("VmRSS")
-        out = fn()
-        peak = _rss_kb("VmHWM")
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak RSS (VmHWM) to the current RSS
+    except OSError:
+        return fn(), None
+    before = _rss_kb("VmRSS")
+    out = fn()
+    peak = _rss_kb("VmHWM")
     return out, None if before is None or peak is None else max(peak - before, 0) / 1024
 
 
@@ -114,6 +99,7 @@ def _contenders(metric, batches, n: int, device, keys_per_row: int = 1):
         return Measured(n, extra={"value": value, "peak MB": peak, "state MB": state_mb})
 
     keys = torch.randint(-(2**62), 2**62, (n * keys_per_row,), generator=torch.Generator().manual_seed(1)).to(device)
+    _exact_rss()
 
     def reference(sort):
         def run():
@@ -195,6 +181,7 @@ def _ndcg_worker(rank: int, world: int, n: int) -> dict:
     for batch in _ndcg_shard(rank, world, n):
         state = metric.update(state, *batch)
     state_mb = _state_mb(state)
+    _exact_rss()
     dist.barrier()
 
     def both():
