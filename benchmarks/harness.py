@@ -614,15 +614,16 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     """CLI entry point; ``workloads`` replaces discovery (tests pass their own)."""
     out, err = out or sys.stdout, err or sys.stderr
     args = _parser().parse_args(argv)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # read once: the 1-minute load at start
     if args.threads is not None:
         if args.threads < 1:
             err.write("--threads must be >= 1\n")
             return 2
         torch.set_num_threads(args.threads)
-    elif hasattr(os, "getloadavg"):
-        threads = fewer_threads(os.getloadavg()[0], os.cpu_count() or 1, torch.get_num_threads())
+    elif load is not None:
+        threads = fewer_threads(load, os.cpu_count() or 1, torch.get_num_threads())
         if threads < torch.get_num_threads():
-            err.write(f"the machine is busy (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs): "
+            err.write(f"the machine is busy (load average {load:.1f} on {os.cpu_count()} CPUs): "
                       f"using {_threads(threads)} instead of {torch.get_num_threads()} (--threads N to choose)\n")
             torch.set_num_threads(threads)
     if args.repeats is not None and args.repeats < 1:
@@ -656,7 +657,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
     if device.type == "cuda":
         torch.cuda.set_device(device)
 
-    slowdown = load_slowdown(os.getloadavg()[0], os.cpu_count() or 1) if hasattr(os, "getloadavg") else 1.0
+    slowdown = load_slowdown(load, os.cpu_count() or 1) if load is not None else 1.0
     budget = Budget(args.quick, args.repeats, slowdown)
     if slowdown > 1.0 and args.repeats is None:
         err.write(f"the machine is busy: the rounds get {budget.total_s:.0f} s instead of "

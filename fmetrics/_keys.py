@@ -365,6 +365,7 @@ def _lexsort_flagged(key: Array, flag: Array) -> Tuple[Array, Array]:
 
 BUCKET_ROWS = 1 << 22  # key arrays at least this long sort by `SampleSort`
 BUCKETS = 16
+SAMPLE = 1 << 16  # about this many prefixes sampled for the bucket bounds (callers stride their data by n // SAMPLE)
 
 
 class SampleSort:

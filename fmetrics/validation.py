@@ -66,24 +66,30 @@ def _tensors(inputs, kwargs):
             yield from (v for v in x.values() if isinstance(v, torch.Tensor))
 
 
-def eager_check_applies(inputs, kwargs) -> bool:
-    """Whether a metric's eager value check runs now (see `mode`)."""
-    m = _MODE[0]
-    if m != "auto":
-        return m == "eager"
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
-        return False
-    return all(x.device.type == "cpu" and not torch._is_functional_tensor(x) for x in _tensors(inputs, kwargs))
-
-
-def eager_check_applies_to(x: torch.Tensor) -> bool:
-    """`eager_check_applies` for one input tensor (the per-update hot path of the aggregation metrics)."""
+def _mode_decides():
+    """What the mode alone says about eager checks: True / False, or None when the inputs' devices decide."""
     m = _MODE[0]
     if m != "auto":
         return m == "eager"
     if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():  # first: no graph break
         return False
+    return None
+
+
+def _on_host(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and not torch._is_functional_tensor(x)
+
+
+def eager_check_applies(inputs, kwargs) -> bool:
+    """Whether a metric's eager value check runs now (see `mode`)."""
+    decided = _mode_decides()
+    return all(_on_host(x) for x in _tensors(inputs, kwargs)) if decided is None else decided
+
+
+def eager_check_applies_to(x: torch.Tensor) -> bool:
+    """`eager_check_applies` for one input tensor (the per-update hot path of the aggregation metrics)."""
+    decided = _mode_decides()
+    return _on_host(x) if decided is None else decided
 
 
 def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:

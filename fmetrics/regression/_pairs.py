@@ -81,9 +81,6 @@ def sorted_keys(parts, n: int) -> np.ndarray:
     return keys
 
 
-_SAMPLE = 1 << 16  # values sampled for the bucket bounds of `_keys.SampleSort`
-
-
 def _blocks(parts):
     """``(first row, block)`` over the parts, in blocks of at most `_BLOCK` values."""
     at = 0
@@ -100,7 +97,7 @@ def _pack_rows(out: np.ndarray, block: np.ndarray, at: int) -> np.ndarray:
 
 def _bucketed(parts, keys: np.ndarray) -> np.ndarray:
     """`sorted_keys` by `fmetrics._keys.SampleSort`, bucketed by the top 16 bits of the values' 32-bit images."""
-    step = max(keys.shape[0] // _SAMPLE, 1)
+    step = max(keys.shape[0] // _keys.SAMPLE, 1)
     buckets = _keys.SampleSort(np.concatenate([_prefix(_keys.ascending32(p[::step])) for p in parts]))
     for _, block in _blocks(parts):
         buckets.count(_prefix(_keys.ascending32(block)))

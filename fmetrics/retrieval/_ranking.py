@@ -115,7 +115,7 @@ def _bucket_sorted(preds: tuple, target: tuple, indexes: tuple, low: int, bits: 
     """`_sorted_keys` by `fmetrics._keys.SampleSort`: a key's prefix is the top 16 bits of its query offset
     (counted from the query ids alone), each chunk's keys are packed into a scratch buffer and placed."""
     n = sum(p.shape[0] for p in preds)
-    step = max(n // (1 << 16), 1)  # a sample of about 2^16 query ids
+    step = max(n // _keys.SAMPLE, 1)
     buckets = _keys.SampleSort(np.concatenate([(q.numpy()[::step] - low) >> spare for q in indexes]))
     for q in indexes:
         for s in range(0, q.shape[0], _SAMPLE_BLOCK):
@@ -125,9 +125,7 @@ def _bucket_sorted(preds: tuple, target: tuple, indexes: tuple, low: int, bits: 
         p, t, q = p.float().numpy(), t.numpy(), q.numpy()
         for s in range(0, p.shape[0], _SAMPLE_BLOCK):  # cache-sized blocks
             part = scratch[:p[s: s + _SAMPLE_BLOCK].shape[0]]
-            _keys.pack_into(part, [(q[s: s + _SAMPLE_BLOCK] - low, None),
-                                   (_keys.descending32(p[s: s + _SAMPLE_BLOCK]), 32),
-                                   (_as_int64(t[s: s + _SAMPLE_BLOCK]), bits)])
+            _pack_rows(part, p[s: s + _SAMPLE_BLOCK], t[s: s + _SAMPLE_BLOCK], q[s: s + _SAMPLE_BLOCK], low, bits)
             buckets.place(out, part, part >> (32 + bits + spare))
     return torch.from_numpy(buckets.sort(out))
 
@@ -149,9 +147,14 @@ def _packed_keys(preds: tuple, target: tuple, indexes: tuple, low: int, bits: in
         part = out[at: at + p.shape[0]]
         if _on_host(part):
             part, p, t, q = part.numpy(), p.float().numpy(), t.numpy(), q.numpy()
-        _keys.pack_into(part, [(q - low, None), (_keys.descending32(p), 32), (_as_int64(t), bits)])
+        _pack_rows(part, p, t, q, low, bits)
         at += p.shape[0]
     return out
+
+
+def _pack_rows(out, p, t, q, low: int, bits: int):
+    """Writes the keys ``(q - low) << (32 + bits) | descending32(p) << bits | t`` of some rows into ``out``."""
+    return _keys.pack_into(out, [(q - low, None), (_keys.descending32(p), 32), (_as_int64(t), bits)])
 
 
 def _as_int64(t):
@@ -170,6 +173,13 @@ def _sort_values(key: torch.Tensor) -> torch.Tensor:
         key.numpy().sort()
         return key
     return torch.sort(key).values
+
+
+def _new_rows(q: torch.Tensor) -> torch.Tensor:
+    """bool per row of sorted ``q``: it differs from the previous row (row 0: True)."""
+    new = torch.ones(q.shape[0], dtype=torch.bool, device=q.device)
+    torch.ne(q[1:], q[:-1], out=new[1:])
+    return new
 
 
 def _scan(key: np.ndarray, bits: int):
@@ -238,9 +248,7 @@ class Ranking:
             torch.cat(preds), torch.cat(indexes), last=t > 0)
         self.gains = t[order].to(torch.float64)
         self.gain_levels, self.packed = None, False
-        new_query = torch.ones(n, dtype=torch.bool, device=q.device)
-        torch.ne(q[1:], q[:-1], out=new_query[1:])
-        self._grouped(new_query, -1)
+        self._grouped(_new_rows(q), -1)
 
     def _keyed(self, key: torch.Tensor, bits: int) -> None:
         """The ranking of sorted packed keys ``query << (32 + bits) | descending score << bits | target``."""
@@ -250,9 +258,7 @@ class Ranking:
         if _on_host(key):  # query starts and the (query, target) histogram in one blockwise pass
             new_query, self._field_counts = _scan(key.numpy(), bits)
         else:
-            q = key >> (32 + bits)
-            new_query = torch.ones(self.n, dtype=torch.bool, device=q.device)
-            torch.ne(q[1:], q[:-1], out=new_query[1:])
+            new_query = _new_rows(key >> (32 + bits))
         self._grouped(new_query, int(key[-1]) >> (32 + bits) if self.n else -1)
 
     def _grouped(self, new_query: torch.Tensor, last: int) -> None:
