@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
+import numpy as np
 import torch
 
 from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.metric import Metric
-from fmetrics.regression import _inputs
+from fmetrics.regression import _host, _inputs
 from fmetrics.state import accum_dtype
 
 
@@ -48,6 +49,7 @@ def family(
     rule: Optional[Rule] = None,
     name: str = "",
     exact: bool = True,
+    host_fn: Optional[Callable[[np.ndarray], np.ndarray]] = None,
 ) -> Family:
     """The state ``sum f(p, t)`` and counts per output, for one ``f`` (named ``kind``).
 
@@ -60,12 +62,15 @@ def family(
     nothing: ``"disable"``), and ``exact``: with ``exact=False`` and float32 / float64 inputs of one
     dtype, ``d`` and ``f`` are computed, and the batch summed, in the inputs' dtype (torchmetrics'
     arithmetic: about 1e-7 relative error in float32), and only the running sums are float64.
+    ``host_fn``: ``f`` of ``d`` alone on a float64 numpy array it may overwrite, for small CPU batches
+    (`fmetrics.regression._host`; without a value rule or ``"warn"``/``"ignore"``).
     """
     name = name or kind
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
     drop = nan_strategy in ("warn", "ignore")
     disable = nan_strategy == "disable"
+    host = host_fn is not None and rule is None and not drop
 
     def init():
         z = torch.zeros(num_outputs, dtype=torch.int64)
@@ -75,8 +80,15 @@ def family(
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=True)
         t = _inputs.columns(name, target, num_outputs, flatten=True)
-        d = _inputs.difference(p, t, state.total, exact)  # non-finite exactly where p or t is
         rows = p.shape[0]
+        if host and _host.applies(p, t, state.total):
+            with np.errstate(all="ignore"):  # non-finite input: raised below ("error") or propagated ("disable")
+                d = _host.difference(p, t, _inputs.work_dtype(state.total.dtype, p, t, exact))
+                batch = np.add.reduce(host_fn(d), 0, dtype=np.float64)
+            if not disable:
+                _inputs.check_sum(name, ("preds", "target"), batch, preds, target)
+            return state._replace(total=state.total + torch.from_numpy(batch), count=state.count + rows)
+        d = _inputs.difference(p, t, state.total, exact)  # non-finite exactly where p or t is
         eager = not (disable or drop or _inputs.deferred(preds, target))  # "error", CPU eager: check the sums
         if disable or eager:
             nonfinite, ones = state.nonfinite, None

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import torch
 
+import numpy as np
+
 from fmetrics import validation
-from fmetrics.regression import _inputs
+from fmetrics.regression import _host, _inputs
 
 # Batches of at most this many elements per input stack preds and target into one
 # (N, 2, D) float64 buffer (half the operations: per-update overhead dominates);
@@ -116,6 +118,8 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     rows = x.shape[0]
     if rows == 0:
         return state
+    if mode != "drop" and _host.applies(x, y, state.mean):
+        return _host_update(state, x, y, residual, mode, name, raw, _inputs.work_dtype(state.mean.dtype, x, y, exact))
     inv = state.invalid
     eager = mode == "count" and not _inputs.deferred(x, y)
     if eager:  # CPU, eager: the batch sums below tell whether an input is non-finite (then raise)
@@ -166,6 +170,25 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     fields = [n, mean, torch.addcmul(state.m2 + s2, s1, w_new, value=-1)]
     if cross:
         fields.append(torch.addcmul(state.c_xy + sxy, s1[0], w_new[1], value=-1))
+    return type(state)(*fields, inv)
+
+
+def _host_update(state, x, y, residual: bool, mode: str, name: str, raw: tuple, dtype: torch.dtype):
+    """`update` of a small CPU batch from numpy sums in ``dtype`` (`_host`): the same shift and float64 fold."""
+    n = int(state.n)
+    with np.errstate(all="ignore"):  # non-finite input: raised below ("count") or propagated ("off")
+        k, z = _host.shifted(x, y, residual, n, state.mean, dtype)
+        s1 = np.add.reduce(z, 1, dtype=np.float64)
+        s2 = np.add.reduce(z * z, 1, dtype=np.float64)
+        w = s1 / (n + x.shape[0])
+        fields = [state.n + x.shape[0], torch.from_numpy(k + w), torch.from_numpy(state.m2.numpy() + s2 - s1 * w)]
+        if len(state) == 5:
+            sxy = np.add.reduce(z[0] * z[1], 0, dtype=np.float64)
+            fields.append(torch.from_numpy(state.c_xy.numpy() + sxy - s1[0] * w[1]))
+    inv = state.invalid
+    if mode == "count":
+        _inputs.check_sum(name, ("preds", "target"), s1, *raw)
+        inv = inv._replace(calls=inv.calls + 1)
     return type(state)(*fields, inv)
 
 
