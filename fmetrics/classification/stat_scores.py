@@ -82,10 +82,16 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
     return torch.stack([tgt.sum(dims), pos.sum(dims), (pos & tgt).sum(dims), keep.sum(dims)], dim=-2)
 
 
-def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool) -> torch.Tensor:
+def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool, complete: bool = False):
     """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C)]``: ``(3C,)`` or
-    ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``)."""
+    ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``); ``complete`` (every entry
+    kept, global): three ``bincount`` instead, which skip the index and weight buffers."""
     c = num_classes
+    if complete and not samplewise:
+        target, labels = target.reshape(-1), labels.reshape(-1)
+        hit = torch.where(labels == target, target, c)  # tp: the target where the label hits, else bin c
+        return torch.cat([torch.bincount(x, minlength=c)[:c] for x in (target, labels, hit)])  # [:c]: the
+        # state keeps its shape when validate_args=False lets a label >= C through
     index = torch.cat([target, labels + c, target + 2 * c], dim=1)
     src = torch.cat([keep, keep, keep & (labels == target)], dim=1).long()
     if samplewise:
@@ -158,7 +164,7 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
         count, raise_nan = value_rule(validate, (preds, target))
         if task == "multiclass":
             f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k, raise_nan)
-            counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise)
+            counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise, f.complete)
         else:
             if task == "binary":
                 f = _format.binary_inputs(name, preds, target, ignore_index, samplewise, count)
