@@ -116,7 +116,7 @@ def _contenders(metric, batches, n: int, device, keys_per_row: int = 1):
 def _register(name: str, doc: str, keys_per_row: int = 1):
     def deco(build):
         @register(f"finalize/{name}", domain="finalize", samples=_rows, peers=("torch.sort", "numpy.sort"),
-                  description=doc)
+                  description=doc, last="it fixes glibc's mmap threshold for the rest of the process (_exact_rss)")
         def workload(quick: bool, device="cpu"):
             n = _rows(quick)
             metric, batches = build(n)
