@@ -365,8 +365,9 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     live = [n for n in [BASELINE] + peers if n in values]
     part = max(share - (time.perf_counter() - t_start), 0.0) / max(len(live), 1)
     caps = {n: budget.rounds_for(part, warmup[n], share) for n in live}
-    if caps[BASELINE] == 0 and warmup[BASELINE] <= share / 4:  # fmetrics' first call (its lazy set-up
-        caps[BASELINE] = 1  # included) is its timing only when another call would not fit
+    for name in live:  # a first call (lazy set-up, cold caches, new kernel shapes included) is a contender's
+        if caps[name] == 0 and warmup[name] <= share / 2:  # timing only when not even one more call fits in
+            caps[name] = 1  # half the workload's share (later workloads' shares shrink to pay for it)
     for name in live:  # timed once while the workload was built: that one timing, not copies of it
         if isinstance(values[name], Measured) and values[name].once:
             caps[name] = 0

@@ -498,6 +498,28 @@ def test_slow_contenders_are_timed_by_their_first_call(tmp_path, monkeypatch):
     assert row["ratio"] == pytest.approx(2.0) and "1 round" in out and "±0%" not in out
 
 
+def test_a_contender_whose_first_call_fits_half_the_share_gets_one_warm_round(tmp_path):
+    """A first call is cold (lazy set-up, new kernel shapes): it is a contender's timing only when not even one
+    more call fits in half the workload's share (5 s for one quick workload: 2.5 s)."""
+    calls = {}
+
+    def build(quick):
+        def run(who, first, then):
+            def call():
+                calls[who] = calls.get(who, 0) + 1
+                return Measured(1.0, seconds=first if calls[who] == 1 else then)
+            return call
+        return {"fmetrics": run("fmetrics", 0.01, 0.01), "a": run("a", 2.0, 1.0), "b": run("b", 0.01, 0.01),
+                "c": run("c", 3.0, 1.5)}
+
+    path = tmp_path / "out.json"
+    rc, _, _ = _run(["--quick", "--json", str(path)], {"t/cold": _workload("t/cold", build)})
+    rows = {r["peer"]: r for r in json.loads(path.read_text())["rows"]}
+    assert rc == 0 and calls["a"] == 2 and calls["c"] == 1
+    assert rows["a"]["peer_stats"]["times_s"] == [1.0] and rows["c"]["peer_stats"]["times_s"] == [3.0]
+    assert rows["a"]["first_calls"] == ["c"]
+
+
 def test_a_slow_peer_stops_while_fmetrics_keeps_its_rounds(tmp_path):
     """Each contender gets its part of the share: a 60 s peer is timed by its first call, a fast fmetrics
     call in several interleaved rounds."""
