@@ -175,7 +175,9 @@ class Metric:
         if self._check is not None and validation.eager_check_applies(inputs, kwargs):
             _run_check(self._check, inputs, kwargs)
         if not _ONE_SHOT[0]:  # a state never holds an autograd graph (DESIGN §3); one-shot calls keep it
-            inputs, kwargs = _detached(inputs), {k: _detached((v,))[0] for k, v in kwargs.items()}
+            inputs = _detached(inputs)
+            if kwargs:
+                kwargs = dict(zip(kwargs, _detached(tuple(kwargs.values()))))
         if not self._cats:
             return self._update(state, *inputs, **kwargs)
         # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
@@ -289,6 +291,8 @@ _ONE_SHOT = [0]  # depth of one-shot calls (`Metric.__call__`) in progress
 
 def _detached(inputs: tuple) -> tuple:
     """``inputs`` with every tensor that requires grad detached (others as they are)."""
+    if not any(getattr(x, "requires_grad", False) for x in inputs):  # the usual case: nothing to copy
+        return inputs
     return tuple(x.detach() if isinstance(x, torch.Tensor) and x.requires_grad else x for x in inputs)
 
 

@@ -77,7 +77,7 @@ def _mode_decides():
 
 
 def _on_host(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and not torch._is_functional_tensor(x)
+    return x.is_cpu and not torch._is_functional_tensor(x)
 
 
 def eager_check_applies(inputs, kwargs) -> bool:

@@ -29,7 +29,7 @@ DTYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.int32,
 def applies(x: torch.Tensor, y: torch.Tensor, acc: torch.Tensor) -> bool:
     """Whether the batch ``(x, y)`` takes the numpy path (state field ``acc`` float64 on CPU)."""
     return (x.numel() <= LIMIT and x.dtype in DTYPES and y.dtype in DTYPES and acc.dtype == torch.float64
-            and acc.device.type == "cpu" and not (x.requires_grad or y.requires_grad)
+            and acc.is_cpu and not (x.requires_grad or y.requires_grad)
             and not _inputs.deferred(x, y))
 
 

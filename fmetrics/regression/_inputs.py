@@ -166,7 +166,7 @@ def deferred(x: torch.Tensor, y: torch.Tensor) -> bool:
         return mode != "eager"
     if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
         return True
-    return not (x.device.type == "cpu" and y.device.type == "cpu"
+    return not (x.is_cpu and y.is_cpu
                 and not torch._is_functional_tensor(x) and not torch._is_functional_tensor(y))
 
 
