@@ -135,16 +135,11 @@ def _matches(name: str, pattern: str) -> bool:
 
 
 def select(workloads: Mapping[str, Workload], only: Optional[str]) -> tuple[list[Workload], list[str]]:
-    """``(workloads matching any comma-separated pattern, patterns matching none)``; substring or glob.
-
-    In run order: by name, except that workloads marked ``last`` (they change the process for what
-    follows) run after all the others.
-    """
-    names = sorted(workloads, key=lambda k: (bool(workloads[k].last), k))
+    """``(workloads matching any comma-separated pattern, patterns matching none)``; substring or glob."""
     if not only:
-        return [workloads[k] for k in names], []
+        return [workloads[k] for k in sorted(workloads)], []
     patterns = [p.strip() for p in only.split(",") if p.strip()]
-    chosen = [workloads[k] for k in names if any(_matches(k, p) for p in patterns)]
+    chosen = [workloads[k] for k in sorted(workloads) if any(_matches(k, p) for p in patterns)]
     return chosen, [p for p in patterns if not any(_matches(k, p) for k in workloads)]
 
 

@@ -76,7 +76,6 @@ class Workload:
     tolerance: float = 1e-4
     peers: tuple = ()
     full_only: str = ""  # why --quick skips it (seconds of fixed cost: processes to spawn, a model to load)
-    last: str = ""  # why it runs after every other workload (it changes the process, e.g. glibc's malloc settings)
 
     def size(self, field: str, quick: bool) -> Optional[int]:
         """``samples`` or ``bytes`` for this run, or None when unknown."""
@@ -108,8 +107,7 @@ WORKLOADS: dict[str, Workload] = {}
 
 
 def register(name: str, *, domain: str, samples: Size = None, bytes: Size = None,  # noqa: A002
-             description: str = "", tolerance: float = 1e-4, peers: tuple = (), full_only: str = "",
-             last: str = ""):
+             description: str = "", tolerance: float = 1e-4, peers: tuple = (), full_only: str = ""):
     """Decorator registering ``build(quick) -> {contender: run}`` as a workload."""
 
     def deco(build):
@@ -117,7 +115,7 @@ def register(name: str, *, domain: str, samples: Size = None, bytes: Size = None
             raise ValueError(f"benchmark workload {name!r} registered twice")
         WORKLOADS[name] = Workload(name, domain, build, samples, bytes,
                                    description or (build.__doc__ or "").strip(), float(tolerance), tuple(peers),
-                                   full_only, last)
+                                   full_only)
         return build
 
     return deco

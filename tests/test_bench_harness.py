@@ -146,22 +146,6 @@ def test_only_patterns_substring_glob_and_lists():
     assert len(names(None)[0]) == 3
 
 
-def test_workloads_that_change_the_process_run_after_the_others(tmp_path):
-    order = []
-    def build(name):
-        return lambda quick: order.append(name) or {"fmetrics": lambda: 1.0}
-    w = {n: Workload(n, n.split("/")[0], build(n), last="it sets mallopt" if n.startswith("b/") else "")
-         for n in ("a/one", "b/fin", "c/two")}
-    assert [x.name for x in harness.select(w, None)[0]] == ["a/one", "c/two", "b/fin"]
-    assert [x.name for x in harness.select(w, "b/*,a/*")[0]] == ["a/one", "b/fin"]
-    rc, _, _ = _run(["--quick", "--json", str(tmp_path / "out.json")], w)
-    assert rc == 0 and order == ["a/one", "c/two", "b/fin"]
-    import benchmarks.finalize  # noqa: F401 - registers the finalize workloads
-
-    assert all(harness.registry.WORKLOADS[n].last for n in ("finalize/binary_auroc", "finalize/spearman_corrcoef",
-                                                           "finalize/retrieval_ndcg"))
-
-
 def test_missing_peers_are_skipped_not_errors(tmp_path):
     def build(quick):
         def needs_missing():
