@@ -128,6 +128,21 @@ def factory(fn: Callable[..., Any]) -> Callable[..., Any]:
     The outermost decorated call wins: a task facade that calls
     ``multiclass_accuracy`` records itself. Configuration is keyword-only
     (``*`` in the signature); only a wrapper's metric argument may come first.
+
+    Args:
+      fn: the factory, ``fn(**config) -> Metric``, defined at module level so
+        the recipe can name it.
+
+    Returns:
+      The factory, whose metrics print, pickle and share states by their recipe.
+
+    Example::
+
+        >>> @fmetrics.factory
+        ... def scaled_sum(*, scale: float = 1.0):
+        ...     return fmetrics.sum().replace(name="scaled_sum")
+        >>> scaled_sum(scale=2.0).name
+        'scaled_sum'
     """
     sig = inspect.signature(fn)
     positional = [p.name for p in sig.parameters.values()

@@ -111,7 +111,20 @@ def accum_dtype(device: Optional[torch.device | str] = None) -> torch.dtype:
 
 
 def to_device(state, device):
-    """Moves every leaf to ``device`` (float64 leaves become float32 on MPS)."""
+    """Moves every leaf to ``device`` (float64 leaves become float32 on MPS).
+
+    Args:
+      state: a metric state (a NamedTuple, tuple or dict of tensors, nested).
+      device: a ``torch.device`` or its name (``"cuda:1"``).
+
+    Returns:
+      The same structure with every tensor on ``device``.
+
+    Example::
+
+        >>> fmetrics.to_device(fmetrics.sum().init(), "cpu").total.device
+        device(type='cpu')
+    """
     device = torch.device(device)
     if device.type == "mps":
         return tree_map(

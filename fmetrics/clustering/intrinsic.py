@@ -145,6 +145,9 @@ def davies_bouldin_score() -> Metric:
     ``DB = mean_i max_{j != i} (s_i + s_j) / |c_i - c_j|``; 0.0 when all
     clusters are points or all centroids coincide (scikit-learn).
 
+    Args:
+      none: the metric has no options (as torchmetrics' ``DaviesBouldinScore()``).
+
     Inputs:
       ``update(state, data, labels)``: points ``(N, D)`` float and cluster labels ``(N,)`` integer.
 

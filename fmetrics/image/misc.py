@@ -62,6 +62,9 @@ class GradState(NamedTuple):
 def image_gradients() -> Metric:
     """Forward differences ``dy[i, j] = x[i+1, j] - x[i, j]``, ``dx[i, j] = x[i, j+1] - x[i, j]`` (0 on the last row / column).
 
+    Args:
+      none: the metric has no options (neither has torchmetrics' ``image_gradients(img)``).
+
     Inputs:
       ``update(state, img)``: ``(N, C, H, W)`` images.
 

@@ -60,6 +60,17 @@ def pairwise_cosine_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None
                                zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``s_ij = <x_i, y_j> / (|x_i| |y_j|)``.
 
+    Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+
     Example::
 
         >>> fmetrics.pairwise_cosine_similarity(torch.tensor([[1., 0.], [1., 1.]]), torch.tensor([[0., 2.]]))
@@ -76,6 +87,17 @@ def pairwise_linear_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None
                                zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``s_ij = <x_i, y_j>``.
 
+    Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+
     Example::
 
         >>> fmetrics.pairwise_linear_similarity(torch.tensor([[1., 2.], [3., 4.]]), torch.tensor([[1., 1.]]))
@@ -89,6 +111,17 @@ def pairwise_linear_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None
 def pairwise_euclidean_distance(x: torch.Tensor, y: Optional[torch.Tensor] = None, reduction: Reduction = None,
                                 zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = |x_i - y_j|_2``.
+
+    Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64).
 
     Example::
 
@@ -105,6 +138,17 @@ def pairwise_manhattan_distance(x: torch.Tensor, y: Optional[torch.Tensor] = Non
                                 zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = |x_i - y_j|_1``.
 
+    Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+
     Example::
 
         >>> fmetrics.pairwise_manhattan_distance(torch.tensor([[0., 0.], [3., 4.]]))
@@ -118,6 +162,18 @@ def pairwise_manhattan_distance(x: torch.Tensor, y: Optional[torch.Tensor] = Non
 def pairwise_minkowski_distance(x: torch.Tensor, y: Optional[torch.Tensor] = None, exponent: float = 2,
                                 reduction: Reduction = None, zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = (sum_k |x_ik - y_jk|^p)^(1/p)`` with ``p = exponent >= 1``.
+
+    Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.
+      exponent: the ``p`` of the distance, a float >= 1 (default 2).
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64).
 
     Example::
 

@@ -95,6 +95,9 @@ def word_error_rate() -> Metric:
     Words are ``str.split()`` tokens. Summed over the corpus, so long
     sentences weigh more (jiwer's and torchmetrics' definition).
 
+    Args:
+      none: the metric has no options (as torchmetrics' ``WordErrorRate()``).
+
     Inputs:
       ``update(state, preds, target)``: hypothesis and reference strings (one
       string or equally long lists).
@@ -121,6 +124,9 @@ def char_error_rate() -> Metric:
     Characters are the strings' code points, spaces included and nothing
     stripped (torchmetrics' `char_error_rate`; jiwer strips leading and
     trailing whitespace first, see docs/text.md).
+
+    Args:
+      none: the metric has no options (as torchmetrics' ``CharErrorRate()``).
 
     Inputs:
       ``update(state, preds, target)``: hypothesis and reference strings.
@@ -177,6 +183,9 @@ def match_error_rate() -> Metric:
     instead, which equals ``H + S + D + I`` only for alignments without both
     deletions and insertions: see docs/text.md.
 
+    Args:
+      none: the metric has no options (as torchmetrics' ``MatchErrorRate()``).
+
     Inputs:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
@@ -200,6 +209,9 @@ def word_information_preserved() -> Metric:
     ``N_ref = H + S + D`` and ``N_hyp = H + S + I``; 0 when the hypotheses are
     all empty, 1 when both sides are.
 
+    Args:
+      none: the metric has no options (as torchmetrics' ``WordInfoPreserved()``).
+
     Inputs:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
@@ -218,6 +230,9 @@ def word_information_preserved() -> Metric:
 @factory
 def word_information_lost() -> Metric:
     """Word information lost ``WIL = 1 - (H / N_ref) * (H / N_hyp)`` over the corpus (see `word_information_preserved`).
+
+    Args:
+      none: the metric has no options (as torchmetrics' ``WordInfoLost()``).
 
     Inputs:
       ``update(state, preds, target)``: hypothesis and reference strings.

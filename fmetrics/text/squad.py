@@ -91,6 +91,9 @@ def squad() -> Metric:
     collapsed); F1 is over normalized tokens (bag of words). A question
     without a prediction of its ``id`` scores 0.
 
+    Args:
+      none: the metric has no options (as torchmetrics' ``SQuAD()``).
+
     Inputs:
       ``update(state, preds, target)``: ``preds`` a dict or list of dicts
       ``{"prediction_text": str, "id": str}``; ``target`` a dict or list of
