@@ -380,7 +380,6 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     first_calls = [n for n in live if caps[n] == 0]
     for name in first_calls:  # too slow for another call: the warm-up is its one timing
         times[name].append(warmup[name])
-    last_round = sum(warmup[n] for n in live if caps[n] > 0)
     rounds = 0
     gc.collect()
     gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
@@ -388,11 +387,13 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         while True:
             active = [n for n in live if len(times[n]) < caps[n]]
             cheap = all(budget.cheap(warmup[n], share) for n in active)
+            # the next round's cost: the contenders still active, each at its latest call (a slow peer given
+            # its one warm call no longer counts once it has had it)
+            next_round = sum(times[n][-1] if times[n] else warmup[n] for n in active)
             if not active or not ((cheap and rounds < budget.min_rounds)
-                                  or budget.another_round(rounds, time.perf_counter() - t_start, last_round, share)):
+                                  or budget.another_round(rounds, time.perf_counter() - t_start, next_round, share)):
                 break
             order = active[rounds % len(active):] + active[:rounds % len(active)]
-            t_round = time.perf_counter()
             for name in order:
                 progress(f"round {rounds + 1}: {name}")
                 gc.collect()
@@ -403,7 +404,6 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
                     live.remove(name)
                     continue
                 times[name].append(t)
-            last_round = time.perf_counter() - t_round
             rounds += 1
     finally:
         gc.unfreeze()
