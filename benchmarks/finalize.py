@@ -14,7 +14,7 @@ metric value); the metric's value is in the extra column, beside
 ``peak MB``: the growth of peak resident memory during the call (Linux:
 ``/proc/self/clear_refs`` resets the peak; the state's own bytes are in
 ``state MB``). On the CPU that peak is measured in a spawned process
-(`_child_peaks`) whose glibc returns every large block on free
+(`_child_peaks`, one for the three workloads) whose glibc returns every large block on free
 (`_exact_rss`), so resident memory tracks use; the timed calls run in the
 harness's process with glibc's defaults, as a user's finalize does (the
 fixed threshold makes every temporary of 128 KiB or more a fresh mmap that
@@ -122,26 +122,37 @@ def _peaks(metric, state, keys, device) -> dict:
     return peaks
 
 
-def _child_peaks(name: str, n: int, keys_per_row: int) -> dict:
-    """`_peaks` of workload ``name`` in a spawned process whose glibc returns large blocks at once."""
+def _child_peaks(n: int) -> dict:
+    """``{workload: _peaks}`` of every registered finalize workload at ``n`` rows, in a spawned process whose
+    glibc returns large blocks at once (one process for all: its start-up costs ~2 s)."""
     torch.set_num_threads(1)
     _exact_rss()
-    metric, state = _built(BUILDS[name], n, torch.device("cpu"))
-    keys = _keys(n * keys_per_row, "cpu")
-    _exact_rss()
-    return _peaks(metric, state, keys, torch.device("cpu"))
+    out = {}
+    for name, build in BUILDS.items():
+        metric, state = _built(build, n, torch.device("cpu"))
+        keys = _keys(n * KEYS_PER_ROW[name], "cpu")
+        _exact_rss()
+        out[name] = _peaks(metric, state, keys, torch.device("cpu"))
+        del metric, state, keys
+    return out
 
 
-def _contenders(name: str, n: int, device, keys_per_row: int = 1):
-    metric, state = _built(BUILDS[name], n, device)
-    keys = _keys(n * keys_per_row, device)
-    if device.type == "cpu":
+_CHILD_PEAKS: dict = {}  # n -> _child_peaks(n), measured once a run
+
+
+def _cpu_peaks(name: str, n: int) -> dict:
+    if n not in _CHILD_PEAKS:
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            peaks = pool.apply(_child_peaks, (name, n, keys_per_row))
-    else:
-        peaks = _peaks(metric, state, keys, device)
+            _CHILD_PEAKS[n] = pool.apply(_child_peaks, (n,))
+    return _CHILD_PEAKS[n][name]
+
+
+def _contenders(name: str, n: int, device):
+    metric, state = _built(BUILDS[name], n, device)
+    keys = _keys(n * KEYS_PER_ROW[name], device)
+    peaks = _cpu_peaks(name, n) if device.type == "cpu" else _peaks(metric, state, keys, device)
     state_mb = _state_mb(state)
 
     def finalize():
@@ -159,16 +170,17 @@ def _contenders(name: str, n: int, device, keys_per_row: int = 1):
 
 
 BUILDS = {}  # workload name -> build(n) -> (metric, batches)
+KEYS_PER_ROW = {}  # workload name -> sort keys per row of its state (the reference sorts' size)
 
 
 def _register(name: str, doc: str, keys_per_row: int = 1):
     def deco(build):
-        BUILDS[name] = build
+        BUILDS[name], KEYS_PER_ROW[name] = build, keys_per_row
 
         @register(f"finalize/{name}", domain="finalize", samples=_rows, peers=("torch.sort", "numpy.sort"),
                   description=doc)
         def workload(quick: bool, device="cpu"):
-            return _contenders(name, _rows(quick), torch.device(device), keys_per_row)
+            return _contenders(name, _rows(quick), torch.device(device))
         return build
     return deco
 

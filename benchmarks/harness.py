@@ -87,7 +87,7 @@ class Budget:
     def rounds_for(self, part_s: float, call_s: float, share_s: float) -> int:
         """Timed calls of a contender whose call takes ``call_s`` in its ``part_s`` of the share: 0 when not
         even one fits (its warm-up call is then its timing), at most ``max_rounds``; ``--repeats`` fixes it.
-        ``min_rounds`` calls costing under 5% of the workload's ``share_s`` are always given (a fast
+        ``min_rounds`` calls costing under 10% of the workload's ``share_s`` are always given (a fast
         fmetrics call beside a slow peer)."""
         if self.min_rounds == self.max_rounds:
             return self.max_rounds
@@ -97,8 +97,8 @@ class Budget:
         return min(fits, self.max_rounds)
 
     def cheap(self, call_s: float, share_s: float) -> bool:
-        """``min_rounds`` calls of ``call_s`` cost under 5% of the workload's share: always given."""
-        return call_s * self.min_rounds <= 0.05 * share_s
+        """``min_rounds`` calls of ``call_s`` cost under 10% of the workload's share: always given."""
+        return call_s * self.min_rounds <= 0.10 * share_s
 
 
 # ---------------------------------------------------------------- discovery
