@@ -28,6 +28,27 @@ __all__ = [
 Reduction = Optional[Literal["mean", "sum", "none"]]
 
 
+_ARGS = """Args:
+      x: ``[N, d]`` tensor, one row a point (any real dtype).
+      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
+      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
+        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
+      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
+        omitted.{extra}
+
+    Returns:
+      The matrix (or its reduction) in the input's floating dtype (computed in float64)."""
+
+
+def _documented(extra: str = ""):
+    """Fills a function's ``{args}`` docstring line with the arguments every pairwise function shares."""
+    def deco(fn):
+        if fn.__doc__:  # None under python -OO
+            fn.__doc__ = fn.__doc__.replace("{args}", _ARGS.format(extra=extra))
+        return fn
+    return deco
+
+
 def _inputs(name: str, x, y, zero_diagonal):
     if not isinstance(x, torch.Tensor) or x.dim() != 2:
         raise validation.fail(name, "x", "a 2-D tensor [N, d]",
@@ -56,20 +77,12 @@ def _finish(name: str, d: torch.Tensor, zero: bool, reduction, dtype) -> torch.T
     return d.to(dtype)
 
 
+@_documented()
 def pairwise_cosine_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None, reduction: Reduction = None,
                                zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``s_ij = <x_i, y_j> / (|x_i| |y_j|)``.
 
-    Args:
-      x: ``[N, d]`` tensor, one row a point (any real dtype).
-      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
-      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
-        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
-      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
-        omitted.
-
-    Returns:
-      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+    {args}
 
     Example::
 
@@ -83,20 +96,12 @@ def pairwise_cosine_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None
     return _finish("pairwise_cosine_similarity", a @ b.T, zero, reduction, dtype)
 
 
+@_documented()
 def pairwise_linear_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None, reduction: Reduction = None,
                                zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``s_ij = <x_i, y_j>``.
 
-    Args:
-      x: ``[N, d]`` tensor, one row a point (any real dtype).
-      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
-      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
-        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
-      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
-        omitted.
-
-    Returns:
-      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+    {args}
 
     Example::
 
@@ -108,20 +113,12 @@ def pairwise_linear_similarity(x: torch.Tensor, y: Optional[torch.Tensor] = None
     return _finish("pairwise_linear_similarity", a @ b.T, zero, reduction, dtype)
 
 
+@_documented()
 def pairwise_euclidean_distance(x: torch.Tensor, y: Optional[torch.Tensor] = None, reduction: Reduction = None,
                                 zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = |x_i - y_j|_2``.
 
-    Args:
-      x: ``[N, d]`` tensor, one row a point (any real dtype).
-      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
-      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
-        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
-      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
-        omitted.
-
-    Returns:
-      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+    {args}
 
     Example::
 
@@ -134,20 +131,12 @@ def pairwise_euclidean_distance(x: torch.Tensor, y: Optional[torch.Tensor] = Non
                    zero, reduction, dtype)
 
 
+@_documented()
 def pairwise_manhattan_distance(x: torch.Tensor, y: Optional[torch.Tensor] = None, reduction: Reduction = None,
                                 zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = |x_i - y_j|_1``.
 
-    Args:
-      x: ``[N, d]`` tensor, one row a point (any real dtype).
-      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
-      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
-        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
-      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
-        omitted.
-
-    Returns:
-      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+    {args}
 
     Example::
 
@@ -159,21 +148,12 @@ def pairwise_manhattan_distance(x: torch.Tensor, y: Optional[torch.Tensor] = Non
     return _finish("pairwise_manhattan_distance", torch.cdist(a, b, p=1.0), zero, reduction, dtype)
 
 
+@_documented("\n      exponent: the ``p`` of the distance, a float >= 1 (default 2).")
 def pairwise_minkowski_distance(x: torch.Tensor, y: Optional[torch.Tensor] = None, exponent: float = 2,
                                 reduction: Reduction = None, zero_diagonal: Optional[bool] = None) -> torch.Tensor:
     """``d_ij = (sum_k |x_ik - y_jk|^p)^(1/p)`` with ``p = exponent >= 1``.
 
-    Args:
-      x: ``[N, d]`` tensor, one row a point (any real dtype).
-      y: ``[M, d]`` tensor, or ``None`` (default) for ``y = x``.
-      reduction: ``None`` / ``"none"`` (default: the ``[N, M]`` matrix),
-        ``"mean"`` or ``"sum"`` over its last axis (``[N]``).
-      zero_diagonal: zero the diagonal; ``None`` (default) does when ``y`` is
-        omitted.
-      exponent: the ``p`` of the distance, a float >= 1 (default 2).
-
-    Returns:
-      The matrix (or its reduction) in the input's floating dtype (computed in float64).
+    {args}
 
     Example::
 
