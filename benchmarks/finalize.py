@@ -14,7 +14,7 @@ metric value); the metric's value is in the extra column, beside
 ``peak MB``: the growth of peak resident memory during the call (Linux:
 ``/proc/self/clear_refs`` resets the peak; the state's own bytes are in
 ``state MB``). On the CPU that peak is measured in a spawned process
-(`_child_peaks`, one for the three workloads) whose glibc returns every large block on free
+(`_child_peaks`, one process for the run) whose glibc returns every large block on free
 (`_exact_rss`), so resident memory tracks use; the timed calls run in the
 harness's process with glibc's defaults, as a user's finalize does (the
 fixed threshold makes every temporary of 128 KiB or more a fresh mmap that
@@ -23,6 +23,7 @@ page-faults on first touch: NDCG's finalize took 1.85 s that way against
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -122,37 +123,35 @@ def _peaks(metric, state, keys, device) -> dict:
     return peaks
 
 
-def _child_peaks(n: int) -> dict:
-    """``{workload: _peaks}`` of every registered finalize workload at ``n`` rows, in a spawned process whose
-    glibc returns large blocks at once (one process for all: its start-up costs ~2 s)."""
+def _child_peaks(name: str, n: int) -> dict:
+    """`_peaks` of workload ``name`` at ``n`` rows, run in `_peak_process`."""
+    metric, state = _built(BUILDS[name], n, torch.device("cpu"))
+    keys = _keys(n * KEYS_PER_ROW[name], "cpu")
+    _exact_rss()
+    return _peaks(metric, state, keys, torch.device("cpu"))
+
+
+def _peak_setup() -> None:
     torch.set_num_threads(1)
     _exact_rss()
-    out = {}
-    for name, build in BUILDS.items():
-        metric, state = _built(build, n, torch.device("cpu"))
-        keys = _keys(n * KEYS_PER_ROW[name], "cpu")
-        _exact_rss()
-        out[name] = _peaks(metric, state, keys, torch.device("cpu"))
-        del metric, state, keys
-    return out
 
 
-_CHILD_PEAKS: dict = {}  # n -> _child_peaks(n), measured once a run
+@functools.lru_cache(maxsize=None)
+def _peak_process():
+    """One spawned process for every peak measurement of the run (its start-up costs ~2 s), whose glibc
+    returns large blocks at once (`_exact_rss`); shut down with the interpreter."""
+    import multiprocessing
 
-
-def _cpu_peaks(name: str, n: int) -> dict:
-    if n not in _CHILD_PEAKS:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            _CHILD_PEAKS[n] = pool.apply(_child_peaks, (n,))
-    return _CHILD_PEAKS[n][name]
+    return multiprocessing.get_context("spawn").Pool(1, initializer=_peak_setup)
 
 
 def _contenders(name: str, n: int, device):
     metric, state = _built(BUILDS[name], n, device)
     keys = _keys(n * KEYS_PER_ROW[name], device)
-    peaks = _cpu_peaks(name, n) if device.type == "cpu" else _peaks(metric, state, keys, device)
+    if device.type == "cpu":
+        peaks = _peak_process().apply(_child_peaks, (name, n))
+    else:
+        peaks = _peaks(metric, state, keys, device)
     state_mb = _state_mb(state)
 
     def finalize():

@@ -82,14 +82,18 @@ def _on_host(x: torch.Tensor) -> bool:
 
 def eager_check_applies(inputs, kwargs) -> bool:
     """Whether a metric's eager value check runs now (see `mode`)."""
-    decided = _mode_decides()
-    return all(_on_host(x) for x in _tensors(inputs, kwargs)) if decided is None else decided
+    return eager_check_applies_to(*_tensors(inputs, kwargs))
 
 
-def eager_check_applies_to(x: torch.Tensor) -> bool:
-    """`eager_check_applies` for one input tensor (the per-update hot path of the aggregation metrics)."""
+def eager_check_applies_to(*xs: torch.Tensor) -> bool:
+    """`eager_check_applies` for the tensors ``xs`` themselves (the per-update hot paths: no input walk)."""
     decided = _mode_decides()
-    return _on_host(x) if decided is None else decided
+    if decided is not None:
+        return decided
+    for x in xs:
+        if not _on_host(x):
+            return False
+    return True
 
 
 def check_device(metric: str, device: torch.device, inputs, kwargs) -> None:

@@ -440,7 +440,7 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
             nan = nan & keep
             keep = keep & ~nan
             bad, values = bad_t | nan, _values(bad_t, target, None)
-        elif ignore_index is None and tgt.dtype == target.dtype:  # integer labels, all kept (`_target`)
+        elif ignore_index is None:  # `_target` keeps every entry: nothing to zero
             return Formatted(preds, tgt, keep, complete=True)
     return Formatted(preds, torch.where(keep, tgt, 0), keep, bad, values)
 

@@ -158,16 +158,9 @@ def deferred(x: torch.Tensor, y: torch.Tensor) -> bool:
     where the update checks its own batch sums and raises at once; always
     under compile, vmap, on accelerators and in ``validation.mode("deferred")``.
     A branch on the mode and devices, never on data, so the update stays
-    traceable. (`validation.eager_check_applies` for the two inputs, inlined:
-    this runs on every update.)
+    traceable.
     """
-    mode = validation.get_mode()
-    if mode != "auto":
-        return mode != "eager"
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():
-        return True
-    return not (x.is_cpu and y.is_cpu
-                and not torch._is_functional_tensor(x) and not torch._is_functional_tensor(y))
+    return not validation.eager_check_applies_to(x, y)
 
 
 def finite_ones(z: torch.Tensor) -> torch.Tensor:

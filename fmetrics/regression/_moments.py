@@ -28,9 +28,8 @@ statistic and a handful of ``(D,)`` operations.
 """
 from __future__ import annotations
 
-import torch
-
 import numpy as np
+import torch
 
 from fmetrics import validation
 from fmetrics.regression import _host, _inputs
