@@ -181,3 +181,51 @@ def test_empty_mean_is_nan_with_a_warning_and_empty_sum_is_zero():
     with pytest.warns(UserWarning, match="no values were seen"):
         assert torch.isnan(fm.mean()(torch.zeros(0)))
     assert fm.sum()(torch.zeros(0)) == 0
+
+
+@pytest.mark.parametrize("strategy", ["ignore", "disable", 0.5])
+@pytest.mark.parametrize("factory", [fm.sum, fm.mean])
+def test_large_inputs_sum_in_chunks_to_the_exact_value(monkeypatch, factory, strategy):
+    """From `_nan.LARGE` entries a CPU input is summed in `_nan.CHUNK`-entry parts; the value is the exact
+    (math.fsum) one up to float64 rounding, NaN policies included. LARGE / CHUNK are lowered so the case is small;
+    a spy checks the chunked path ran."""
+    from fmetrics.aggregation import _nan
+    import math
+
+    monkeypatch.setattr(_nan, "LARGE", 1000)
+    monkeypatch.setattr(_nan, "CHUNK", 64)
+    calls = []
+    split = torch.Tensor.split
+    monkeypatch.setattr(torch.Tensor, "split", lambda self, *a, **k: calls.append(a) or split(self, *a, **k))
+    g = torch.Generator().manual_seed(3)
+    xs = [1e4 + torch.randn(40, 37, generator=g), torch.randn(999, generator=g), torch.randn(3000, generator=g)]
+    xs[0][5, 5] = NAN
+    got = _run(factory(nan_strategy=strategy), xs)
+    # the 1480-entry batch (twice, but once with "disable": its screening sum finds the NaN) and the 3000-entry
+    # one are chunked, not the 999-entry one
+    assert calls == [(64,)] * (2 if strategy == "disable" else 3)
+    values = [float(v) for x in xs for v in x.double().reshape(-1)]
+    if strategy == "disable":
+        assert math.isnan(got)
+        return
+    kept = [0.5 if math.isnan(v) else v for v in values] if strategy == 0.5 else [v for v in values if v == v]
+    expected = math.fsum(kept) / (len(kept) if factory is fm.mean else 1)
+    assert got.dtype == torch.float64
+    assert abs(float(got) - expected) <= 1e-12 * abs(expected)
+
+
+def test_large_input_chunks_keep_the_traced_path_whole():
+    """Under torch.compile the chunk loop is not taken (it would unroll): the update traces as one sum."""
+    from fmetrics.aggregation import _nan
+
+    x = torch.randn(_nan.LARGE + 5)
+    seen = []
+
+    def spy(gm, example_inputs):
+        seen.append(sum(1 for n in gm.graph.nodes if n.op == "call_function"))
+        return gm
+
+    metric = fm.sum(nan_strategy="disable")
+    got = torch.compile(metric.update, backend=spy, fullgraph=True)(metric.init(), x)
+    assert seen and seen[0] < 8
+    assert abs(float(got.total) - float(x.double().sum())) <= 1e-9 * float(x.double().abs().sum())
