@@ -95,11 +95,12 @@ def pit(quick: bool, device="cpu"):
 def _stoi_workload(extended: bool):
     suffix = "_extended" if extended else ""
 
-    @register(f"audio/short_time_objective_intelligibility{suffix}", domain="audio", samples=8,
-              peers=("pystoi", "torchmetrics"), tolerance=1e-4,
-              description=f"{'extended ' if extended else ''}STOI of 8 noisy signals x 4 s at 16 kHz (float32)")
+    @register(f"audio/short_time_objective_intelligibility{suffix}", domain="audio",
+              samples=lambda quick: 4 if quick else 8, peers=("pystoi", "torchmetrics"), tolerance=1e-4,
+              description=f"{'extended ' if extended else ''}STOI of 8 noisy signals x 4 s at 16 kHz (float32; "
+                          "4 with --quick)")
     def build(quick: bool, device="cpu"):
-        hp, ht = _pair(8, seed=1)
+        hp, ht = _pair(4 if quick else 8, seed=1)
         p, t = on_device((hp, ht), device)
         m = fmetrics.audio.short_time_objective_intelligibility(fs=FS, extended=extended)
         runs = {"fmetrics": fmetrics_run(m, [(p, t)])}

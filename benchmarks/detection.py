@@ -1,8 +1,8 @@
 """Detection workloads: COCO mAP and the box IoU family on synthetic COCO-like sets.
 
 bbox mAP: 500 images x 20 ground-truth boxes x 20 classes, 20 detections per image (jittered copies of
-ground truths and random boxes, scores in 1/100 steps; 100 images with --quick), and the same at 5,000
-images (full run only). segm mAP: 100 images of 64x64 masks, 10 objects each. fmetrics is fed batches
+ground truths and random boxes, scores in 1/100 steps; 50 images with --quick), and the same at 5,000
+images (200 with --quick). segm mAP: 100 images of 64x64 masks, 10 objects each. fmetrics is fed batches
 of 50 images (update) and finalizes; pycocotools and faster-coco-eval get their COCO dicts prepared
 outside the timed call (their fastest use) and run index, ``evaluate``, ``accumulate``, ``summarize``.
 torchmetrics' ``MeanAveragePrecision`` and its IoU modules need torchvision, which cannot be installed
@@ -158,8 +158,8 @@ def _map_workload(name, n_images, quick_images, doc, iou_type="bbox", mask_size=
     return build
 
 
-_map_workload("map_bbox_500", 500, 100,
-              "bbox mAP, 500 images x 20 boxes x 20 classes (100 with --quick) vs pycocotools / faster-coco-eval")
+_map_workload("map_bbox_500", 500, 50,
+              "bbox mAP, 500 images x 20 boxes x 20 classes (50 with --quick) vs pycocotools / faster-coco-eval")
 _map_workload("map_bbox_5000", 5000, 200,
               "bbox mAP, 5,000 images x 20 boxes x 20 classes (200 with --quick) vs faster-coco-eval",
               peers=("faster-coco-eval",))

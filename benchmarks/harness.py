@@ -54,7 +54,8 @@ class Budget:
     ``max_rounds`` (``--repeats`` fixes the count). A workload whose rounds
     are too slow for ``min_rounds`` of them to fit its share gets as many as
     fit, at least one. Within a workload each contender gets its part of the
-    share (`rounds_for`): a slow peer stops after the calls that fit (its
+    share (`plan`: what a fast contender leaves goes to the slower ones): a
+    slow peer stops after the calls that fit (its
     warm-up call is its one timing when not even one more fits) while a fast
     fmetrics keeps being timed in the remaining rounds. Once the run is over
     its budget, each remaining workload gets a single round.
@@ -95,6 +96,22 @@ class Budget:
         if self.cheap(call_s, share_s):
             fits = max(fits, self.min_rounds)
         return min(fits, self.max_rounds)
+
+    def plan(self, calls: Mapping[str, float], left_s: float, share_s: float) -> dict[str, int]:
+        """Timed calls per contender in the ``left_s`` seconds left of the workload's ``share_s``, given each
+        one's call time ``calls``: ``min_rounds`` for every contender when they all fit, then the rest split
+        fastest first (`rounds_for`), each in an equal part of what is still left, so that what a fast
+        contender does not need (fmetrics at ``max_rounds`` in a fraction of its part) goes to the slower
+        ones (water-filling). ``--repeats`` fixes the count."""
+        floor = self.min_rounds if self.min_rounds * sum(calls.values()) <= left_s else 0
+        left_s -= floor * sum(calls.values())
+        caps = {}
+        order = sorted(calls, key=calls.get)
+        for i, name in enumerate(order):
+            more = self.rounds_for(left_s / (len(order) - i), calls[name], share_s)
+            caps[name] = min(floor + more, self.max_rounds)
+            left_s = max(left_s - (caps[name] - floor) * calls[name], 0.0)
+        return caps
 
     def cheap(self, call_s: float, share_s: float) -> bool:
         """``min_rounds`` calls of ``call_s`` cost under 10% of the workload's share: always given."""
@@ -344,7 +361,10 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"build failed: {_short_error(e)}")]
     if BASELINE not in runs or runs[BASELINE] is None:
         return [row(None, "error", f"workload has no {BASELINE!r} contender")]
-    build_s = time.perf_counter() - t_start
+    # the share pays for warm-ups and rounds; the build (data, a peer's JIT compile, a helper process) is
+    # charged to the run's budget: later workloads' shares shrink instead
+    t_timing = time.perf_counter()
+    build_s = t_timing - t_start
     peers = [p for p in runs if p != BASELINE]
     skipped = {p: "not installed" for p in w.peers if p not in runs}
     skipped.update({p: "not installed" for p in peers if runs[p] is None})
@@ -369,8 +389,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
 
     live = [n for n in [BASELINE] + peers if n in values]
-    part = max(share - (time.perf_counter() - t_start), 0.0) / max(len(live), 1)
-    caps = {n: budget.rounds_for(part, warmup[n], share) for n in live}
+    caps = budget.plan({n: warmup[n] for n in live}, max(share - (time.perf_counter() - t_timing), 0.0), share)
     for name in live:  # a first call (lazy set-up, cold caches, new kernel shapes included) is a contender's
         if caps[name] == 0 and warmup[name] <= share / 2:  # timing only when not even one more call fits in
             caps[name] = 1  # half the workload's share (later workloads' shares shrink to pay for it)
@@ -391,7 +410,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
             # its one warm call no longer counts once it has had it)
             next_round = sum(times[n][-1] if times[n] else warmup[n] for n in active)
             if not active or not ((cheap and rounds < budget.min_rounds)
-                                  or budget.another_round(rounds, time.perf_counter() - t_start, next_round, share)):
+                                  or budget.another_round(rounds, time.perf_counter() - t_timing, next_round, share)):
                 break
             order = active[rounds % len(active):] + active[:rounds % len(active)]
             for name in order:

@@ -1,6 +1,6 @@
 """Image workloads (run with ``--threads 1``): SSIM, MS-SSIM and PSNR on 64 image pairs 3x256x256 float32 in
-[0, 1] (8 with --quick), fed as batches of 16, and the FID ``finalize`` (the Fréchet distance of 2048-d
-statistics; 512-d with --quick).
+[0, 1] (2 with --quick), fed as batches of 16, and the FID ``finalize`` (the Fréchet distance of 2048-d
+statistics; 384-d with --quick).
 
 Peers: scikit-image (a loop over images for SSIM; one call over the whole array for PSNR), pytorch-msssim
 (``ssim`` / ``ms_ssim`` per batch), torchmetrics' classes (``update`` per batch, ``compute``), and for FID the
@@ -20,9 +20,9 @@ import torch
 import fmetrics
 from benchmarks.registry import fmetrics_run, on_device, register, torchmetrics_run
 
-N_IMAGES, QUICK_IMAGES, BATCH = 64, 8, 16
+N_IMAGES, QUICK_IMAGES, BATCH = 64, 2, 16
 C, H, W = 3, 256, 256
-FID_DIMS, QUICK_FID_DIMS, FID_SAMPLES = 2048, 512, 10_000
+FID_DIMS, QUICK_FID_DIMS, FID_SAMPLES = 2048, 384, 10_000
 
 
 def _n(quick: bool) -> int:
@@ -48,7 +48,7 @@ def _image_bytes(quick: bool) -> int:
 @register("image/structural_similarity_index_measure", domain="image", samples=_n, bytes=_image_bytes,
           peers=("scikit-image", "pytorch-msssim", "torchmetrics"), tolerance=5e-3,
           description="SSIM (Gaussian 11x11, sigma 1.5, data_range 1) of 64 pairs 3x256x256 in batches of 16 "
-                      "(8 with --quick) vs skimage's structural_similarity per image, pytorch_msssim.ssim, "
+                      "(2 with --quick) vs skimage's structural_similarity per image, pytorch_msssim.ssim, "
                       "torchmetrics (reflect-padded border)")
 def ssim(quick: bool, device="cpu"):
     p, t = _images(quick)  # host copies for scikit-image
@@ -82,7 +82,7 @@ def ssim(quick: bool, device="cpu"):
 @register("image/multiscale_structural_similarity_index_measure", domain="image", samples=_n,
           bytes=_image_bytes, peers=("pytorch-msssim", "torchmetrics"), tolerance=1e-3,
           description="MS-SSIM (5 levels, Wang et al.'s betas, data_range 1) of 64 pairs 3x256x256 in batches of 16 "
-                      "(8 with --quick) vs pytorch_msssim.ms_ssim, torchmetrics (channel mean first)")
+                      "(2 with --quick) vs pytorch_msssim.ms_ssim, torchmetrics (channel mean first)")
 def ms_ssim(quick: bool, device="cpu"):
     p, t = _images(quick)
     batches = on_device(_batches(p, t), device)
@@ -106,7 +106,7 @@ def ms_ssim(quick: bool, device="cpu"):
 
 @register("image/peak_signal_noise_ratio", domain="image", samples=_n, bytes=_image_bytes,
           peers=("scikit-image", "torchmetrics"), tolerance=1e-5,
-          description="PSNR (data_range 1) of 64 pairs 3x256x256 float32 in batches of 16 (8 with --quick) vs "
+          description="PSNR (data_range 1) of 64 pairs 3x256x256 float32 in batches of 16 (2 with --quick) vs "
                       "skimage's peak_signal_noise_ratio on the whole array, torchmetrics' PeakSignalNoiseRatio")
 def psnr(quick: bool, device="cpu"):
     p, t = _images(quick)  # host copies for scikit-image
@@ -208,7 +208,7 @@ def torchmetrics_fid(state, d: int):
 
 @register("image/frechet_inception_distance_finalize", domain="image", samples=1,
           peers=("scipy-sqrtm", "torchmetrics"), tolerance=1e-6,
-          description="FID finalize: the Fréchet distance of 2048-d statistics (512-d with --quick) from the "
+          description="FID finalize: the Fréchet distance of 2048-d statistics (384-d with --quick) from the "
                       "summed moments, vs scipy.linalg.sqrtm(S1 @ S2) (pytorch-fid) and torchmetrics' compute "
                       "(general eigvals of S1 @ S2)")
 def fid_finalize(quick: bool, device="cpu"):

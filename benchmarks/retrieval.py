@@ -1,4 +1,4 @@
-"""Retrieval workloads: 10^6 rows over 50,000 queries in 100 update batches (10^5 / 5,000 / 10 with --quick).
+"""Retrieval workloads: 10^6 rows over 50,000 queries in 100 update batches (8,000 / 400 / 10 with --quick).
 
 Rows are shuffled, so every query is split over batches. fmetrics runs
 ``init / update* / finalize``; torchmetrics ``update* / compute``; ranx its
@@ -17,7 +17,7 @@ ROWS_PER_QUERY = 20
 
 
 def _sizes(quick: bool) -> tuple[int, int]:
-    return (5_000, 10) if quick else (50_000, 100)  # queries, update batches
+    return (400, 10) if quick else (50_000, 100)  # queries, update batches
 
 
 def _samples(quick: bool) -> int:

@@ -1,4 +1,4 @@
-"""Wrapper workloads: bootstrap intervals with 200 replicates over 100 batches of 1024 rows (10 with --quick).
+"""Wrapper workloads: bootstrap intervals with 200 replicates over 100 batches of 1024 rows (2 with --quick).
 
 fmetrics' `bootstrap` (one stacked state, vmapped row weights) against
 torchmetrics' ``BootStrapper`` (200 deep copies updated in a Python loop) on
@@ -22,7 +22,7 @@ QUANTILES = (0.025, 0.975)
 
 
 def _batches(quick: bool) -> int:
-    return 10 if quick else 100
+    return 2 if quick else 100
 
 
 def _samples(quick: bool) -> int:

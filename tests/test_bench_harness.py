@@ -549,3 +549,21 @@ def test_a_busy_machine_gets_fewer_threads_unless_threads_is_given():
     assert harness.fewer_threads(2.0, 2, 2) == 1  # two busy processes on 2 CPUs: 1 thread, not 0
     assert harness.fewer_threads(0.2, 2, 2) == 2  # quiet: torch's default
     assert harness.fewer_threads(1.0, 16, 16) == 15 and harness.fewer_threads(0.0, 16, 8) == 8
+
+
+def test_the_share_a_fast_contender_leaves_goes_to_the_slow_ones():
+    """`Budget.plan` splits what is left of a workload's share fastest first: fmetrics at 1 ms takes its 15 rounds
+    (15 ms), and the two 0.2 s peers share the rest: 0.985 s / 2 holds 2 calls each, where an equal split
+    (1/3 s each) gives each peer a single call."""
+    quick = harness.Budget(True)
+    caps = quick.plan({"torchmetrics": 0.2, "fmetrics": 0.001, "peer": 0.2}, 1.0, 1.0)
+    assert caps == {"fmetrics": quick.max_rounds, "torchmetrics": 2, "peer": 2}
+    assert [quick.rounds_for(1.0 / 3, c, 1.0) for c in (0.001, 0.2, 0.2)] == [quick.max_rounds, 1, 1]
+    # integer calls: what one peer cannot use flows on (0.985 / 2 holds one 0.3 s call, the 0.685 s left two)
+    assert quick.plan({"a": 0.3, "fmetrics": 0.001, "b": 0.3}, 1.0, 1.0) == {"fmetrics": quick.max_rounds,
+                                                                              "a": 1, "b": 2}
+    # when every contender's min_rounds fit, they come first: a 0.2 s peer gets 3 calls beside a 50 ms fmetrics
+    # (which then takes 2 more in the 0.25 s left), where splitting first would give fmetrics 10 and the peer 2
+    assert quick.plan({"fmetrics": 0.05, "peer": 0.2}, 1.0, 1.0) == {"fmetrics": 5, "peer": 3}
+    fixed = harness.Budget(True, repeats=4)
+    assert fixed.plan({"fmetrics": 0.001, "peer": 9.0}, 1.0, 1.0) == {"fmetrics": 4, "peer": 4}  # --repeats
