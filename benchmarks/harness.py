@@ -103,8 +103,9 @@ class Budget:
         fastest first (`rounds_for`), each in an equal part of what is still left, so that what a fast
         contender does not need (fmetrics at ``max_rounds`` in a fraction of its part) goes to the slower
         ones (water-filling). ``--repeats`` fixes the count."""
-        floor = self.min_rounds if self.min_rounds * sum(calls.values()) <= left_s else 0
-        left_s -= floor * sum(calls.values())
+        per_round = sum(calls.values())
+        floor = self.min_rounds if self.min_rounds * per_round <= left_s else 0
+        left_s -= floor * per_round
         caps = {}
         order = sorted(calls, key=calls.get)
         for i, name in enumerate(order):

@@ -24,8 +24,8 @@ from typing import Any, Iterator, Mapping, NamedTuple
 
 import torch
 
-__all__ = ["fail", "check_policy", "report", "count", "mode", "get_mode", "eager_check_applies", "check_device",
-           "quote", "Invalid", "invalid_init", "invalid_flag", "invalid_merge", "invalid_report"]
+__all__ = ["fail", "check_policy", "report", "count", "mode", "get_mode", "traced", "eager_check_applies",
+           "check_device", "quote", "Invalid", "invalid_init", "invalid_flag", "invalid_merge", "invalid_report"]
 
 MODES = ("auto", "eager", "deferred")
 _MODE = ["auto"]
@@ -66,12 +66,24 @@ def _tensors(inputs, kwargs):
             yield from (v for v in x.values() if isinstance(v, torch.Tensor))
 
 
+def traced() -> bool:
+    """Inside ``torch.compile`` or a ``torch.func`` transform (vmap, grad): where a host read, a
+    data-dependent shape or a Python loop over the data would break or unroll the trace.
+
+    Example::
+
+        >>> traced()
+        False
+    """
+    return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+
+
 def _mode_decides():
     """What the mode alone says about eager checks: True / False, or None when the inputs' devices decide."""
     m = _MODE[0]
     if m != "auto":
         return m == "eager"
-    if torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active():  # first: no graph break
+    if traced():  # first: no graph break
         return False
     return None
 

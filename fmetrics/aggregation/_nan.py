@@ -70,16 +70,11 @@ def total(x: torch.Tensor, skip_nan: bool = False) -> torch.Tensor:
     float32 sum takes 0.9 ms; in chunks, 2-3 ms). Only the float64 rounding of
     the partial sums changes.
     """
-    if x.numel() >= LARGE and x.dtype != torch.float64 and x.is_cpu and not _transformed():
+    if x.numel() >= LARGE and x.dtype != torch.float64 and x.is_cpu and not validation.traced():
         return torch.stack([total(c, skip_nan) for c in x.reshape(-1).split(CHUNK)]).sum()
     if skip_nan and x.is_floating_point():
         return torch.nansum(x, dtype=torch.float64)
     return x.sum(dtype=torch.float64)
-
-
-def _transformed() -> bool:
-    """Inside ``torch.compile`` or a ``torch.func`` transform (where a Python loop over chunks would unroll)."""
-    return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
 
 
 def unscreened(x: torch.Tensor, reduce) -> Optional[torch.Tensor]:

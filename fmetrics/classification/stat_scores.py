@@ -128,7 +128,7 @@ def value_rule(validate: bool, inputs: tuple) -> tuple:
     deferred count takes over (a forced ``validation.mode("eager")`` under compile or vmap).
     """
     count = counting(validate, inputs)
-    if validate and not count and (torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()):
+    if validate and not count and validation.traced():
         return True, False
     return count, validate and not count
 

@@ -194,13 +194,10 @@ def _filter_axis(x: torch.Tensor, taps: Sequence[float], axis: int) -> torch.Ten
     k = len(taps)
     n = x.shape[axis] - k + 1
     out = x.narrow(axis, 0, n) * taps[0]
+    traced = validation.traced()
     for i in range(1, k):
-        out = out.add_(x.narrow(axis, i, n), alpha=taps[i]) if not _traced() else out + x.narrow(axis, i, n) * taps[i]
+        out = out + x.narrow(axis, i, n) * taps[i] if traced else out.add_(x.narrow(axis, i, n), alpha=taps[i])
     return out
-
-
-def _traced() -> bool:
-    return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
 
 
 def filter_valid(x: torch.Tensor, kernels: Sequence[Sequence[float]]) -> torch.Tensor:
@@ -228,7 +225,7 @@ def chunked(fn: Callable, n: Optional[int], *xs: torch.Tensor):
         if xs[0].device.type != "cpu":  # accelerators: one launch per op over the whole batch is faster
             return fn(*xs)
         n = max(1, CHUNK_ELEMENTS // max(1, math.prod(xs[0].shape[1:])))
-    if _traced() or xs[0].shape[0] <= n:
+    if validation.traced() or xs[0].shape[0] <= n:
         return fn(*xs)
     parts = [fn(*c) for c in zip(*(x.split(n) for x in xs))]
     if isinstance(parts[0], tuple):

@@ -77,7 +77,7 @@ def moment_sums(p: torch.Tensor, t: torch.Tensor, kernels):
     nd = len(kernels)
     dims = tuple(range(2, 2 + nd))
     shift = t.mean(dim=dims, keepdim=True) if t.numel() else torch.zeros((), dtype=t.dtype, device=t.device)
-    if c._traced():
+    if validation.traced():
         p0, t0 = p - shift, t - shift
         z = torch.stack((p0, t0, p0 * p0 + t0 * t0, p0 * t0))
     else:  # eager: the four planes written in place (no temporaries)

@@ -43,8 +43,7 @@ def _index_counts(name, preds, target, num_classes):
     c = num_classes
     # torch.bincount is ~3x faster than scatter_add on CPU, but its output size is data-dependent
     # (a host sync on accelerators, a graph break under compile, no vmap rule): eager CPU only
-    fast = p.device.type == "cpu" and not torch.compiler.is_compiling() and \
-        not torch._C._are_functorch_transforms_active()
+    fast = p.device.type == "cpu" and not validation.traced()
 
     def count(key, size, weights=None):
         if fast:
