@@ -143,19 +143,22 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
         sxy = (z[:, 0] * z[:, 1]).sum(0) if cross else None
         s2 = _inputs.square(z).sum(0)
     else:  # two (N, D) buffers: fewer bytes moved
-        a, b = x.to(acc, copy=True), y.to(acc, copy=True)
-        if mode != "off":
-            inv = _inputs.flag_nonfinite(inv, a, b)
-        if residual:
-            b = b.sub_(a)
-        if mode == "drop":
-            w = _inputs.row_weights(a) * _inputs.row_weights(b)
-            a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
-            b = torch.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
-        k = shift(state.n, state.mean, torch.stack((a[0], b[0]))).to(acc)
-        a, b = a.sub_(k[0]), b.sub_(k[1])
-        if mode == "drop":
-            a, b = a.mul_(w[:, None]), b.mul_(w[:, None])
+        if mode == "off" and x.dtype == acc and y.dtype == acc:  # nothing to cast or count: no copies
+            k, a, b = shifted(state, x, y, residual)
+        else:
+            a, b = x.to(acc, copy=True), y.to(acc, copy=True)
+            if mode != "off":
+                inv = _inputs.flag_nonfinite(inv, a, b)
+            if residual:
+                b = b.sub_(a)
+            if mode == "drop":
+                w = _inputs.row_weights(a) * _inputs.row_weights(b)
+                a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
+                b = torch.nan_to_num(b, nan=0.0, posinf=0.0, neginf=0.0)
+            k = shift(state.n, state.mean, torch.stack((a[0], b[0]))).to(acc)
+            a, b = a.sub_(k[0]), b.sub_(k[1])
+            if mode == "drop":
+                a, b = a.mul_(w[:, None]), b.mul_(w[:, None])
         s1 = torch.stack((a.sum(0), b.sum(0)))
         sxy = (a * b).sum(0) if cross else None
         s2 = torch.stack((_inputs.square(a, b).sum(0), _inputs.square(b, a).sum(0)))
@@ -170,6 +173,14 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     if cross:
         fields.append(torch.addcmul(state.c_xy + sxy, s1[0], w_new[1], value=-1))
     return type(state)(*fields, inv)
+
+
+def shifted(state, x: torch.Tensor, y: torch.Tensor, residual: bool):
+    """``(k, x - k[0], y - k[1])`` (``y - x - k[1]`` with ``residual``) in fresh buffers of the inputs' dtype,
+    with the shift ``k`` of `update`: one pass each, where copying the inputs first would add two."""
+    b = torch.sub(y, x) if residual else y
+    k = shift(state.n, state.mean, torch.stack((x[0], b[0]))).to(x.dtype)
+    return k, torch.sub(x, k[0]), (b.sub_(k[1]) if residual else torch.sub(y, k[1]))
 
 
 def _host_update(state, x, y, residual: bool, mode: str, name: str, raw: tuple, dtype: torch.dtype):
