@@ -7,7 +7,6 @@ tests.test_regression_stability`` also prints torchmetrics' error on the same
 data (its three ranks' states combined as its DDP sync does).
 """
 import numpy as np
-import pytest
 import scipy.stats as ss
 import sklearn.metrics as skm
 import torch
@@ -186,41 +185,6 @@ def test_large_batches_already_in_the_work_dtype_shift_without_copies(monkeypatc
             assert len(calls) == 3 and all(r == (key != "pearson") for r in calls), (key, calls)
             err = np.abs(m.finalize(s).numpy() - want[key]) / np.abs(want[key])
             assert err.max() < bound, (key, dtype, err)
-
-
-def test_large_mse_batches_take_the_fused_kernel(monkeypatch):
-    """MSE over batches above the host path's limit computes ``(p - t)^2`` with one ``F.mse_loss`` kernel
-    in the work dtype: within 1e-9 of scikit-learn by default and 1e-4 with ``exact=False`` on float32 data
-    near 1e4; ``"disable"`` propagates a NaN, ``"error"`` raises at once and keeps the state."""
-    import torch.nn.functional as F
-
-    calls = []
-    real = F.mse_loss
-    monkeypatch.setattr(F, "mse_loss", lambda a, b, **kw: calls.append(a.dtype) or real(a, b, **kw))
-    g = torch.Generator().manual_seed(6)
-    z = torch.randn(3, 4096, 4, generator=g, dtype=torch.float64)
-    target, preds = (1e4 + z).float(), (1e4 + 0.9 * z + 0.4 * torch.randn(3, 4096, 4, generator=g)).float()
-    want = skm.mean_squared_error(target.reshape(-1, 4).double().numpy(), preds.reshape(-1, 4).double().numpy(),
-                                  multioutput="raw_values")
-    for exact, dtype, bound in ((True, torch.float64, 1e-9), (False, torch.float32, 1e-4)):
-        calls.clear()
-        m = fm.mean_squared_error(num_outputs=4, exact=exact)
-        s = m.init()
-        for a, b in zip(preds, target):
-            s = m.update(s, a, b)
-        assert calls == [dtype] * 3
-        err = np.abs(m.finalize(s).numpy() - want) / want
-        assert err.max() < bound, (exact, err)
-    bad = preds[0].clone()
-    bad[5, 2] = float("nan")
-    m = fm.mean_squared_error(num_outputs=4, nan_strategy="disable")
-    assert torch.isnan(m(bad, target[0])[2]) and not torch.isnan(m(bad, target[0])[[0, 1, 3]]).any()
-    m = fm.mean_squared_error(num_outputs=4)
-    s = m.update(m.init(), preds[1], target[1])
-    with pytest.raises(ValueError, match=r"mean_squared_error: preds must be finite.*nan"):
-        m.update(s, bad, target[0])
-    assert np.allclose(m.finalize(s).numpy(), ((preds[1].double() - target[1].double()) ** 2).mean(0).numpy(),
-                       rtol=1e-12)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,6 @@ def family(
     name: str = "",
     exact: bool = True,
     host_fn: Optional[Callable[[np.ndarray], np.ndarray]] = None,
-    fused: Optional[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = None,
 ) -> Family:
     """The state ``sum f(p, t)`` and counts per output, for one ``f`` (named ``kind``).
 
@@ -65,9 +64,6 @@ def family(
     arithmetic: about 1e-7 relative error in float32), and only the running sums are float64.
     ``host_fn``: ``f`` of ``d`` alone on a float64 numpy array it may overwrite, for small CPU batches
     (`fmetrics.regression._host`; without a value rule or ``"warn"``/``"ignore"``).
-    ``fused``: ``f(a - b)`` from the two inputs in the work dtype in one kernel (``F.mse_loss`` with
-    ``reduction="none"``), for the updates that need no ``d`` of their own (no value rule, nothing left
-    out): one pass fewer over a large batch.
     """
     name = name or kind
     _inputs.check_num_outputs(name, num_outputs)
@@ -92,14 +88,8 @@ def family(
             if not disable:
                 _inputs.check_sum(name, ("preds", "target"), batch, preds, target)
             return state._replace(total=state.total + torch.from_numpy(batch), count=state.count + rows)
-        eager = not (disable or drop or _inputs.deferred(preds, target))  # "error", CPU eager: check the sums
-        if fused is not None and rule is None and (disable or eager):
-            dtype = _inputs.work_dtype(state.total.dtype, p, t, exact)
-            batch = fused(p.to(dtype), t.to(dtype)).sum(0)
-            if eager:  # f is finite on finite inputs: a non-finite batch sum means a non-finite input
-                _inputs.check_sum(name, ("preds", "target"), batch, preds, target)
-            return state._replace(total=state.total + batch, count=state.count + rows)
         d = _inputs.difference(p, t, state.total, exact)  # non-finite exactly where p or t is
+        eager = not (disable or drop or _inputs.deferred(preds, target))  # "error", CPU eager: check the sums
         if disable or eager:
             nonfinite, ones = state.nonfinite, None
         else:

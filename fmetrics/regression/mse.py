@@ -5,7 +5,6 @@ from typing import Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -15,8 +14,7 @@ from fmetrics.regression import _elementwise, _inputs
 def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = True):
     """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
     return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
-                               name=name, exact=exact, host_fn=lambda d: np.square(d, out=d),
-                               fused=lambda a, b: F.mse_loss(a, b, reduction="none"))
+                               name=name, exact=exact, host_fn=lambda d: np.square(d, out=d))
 
 
 @factory
