@@ -15,11 +15,13 @@ functions, the factory's `Recipe` (what ``repr``, pickling, ``deepcopy`` and
 from __future__ import annotations
 
 import copy
+import importlib.abc
+import importlib.util
 import pickle
+import sys
 from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
 import torch
-import torch._dynamo
 
 from fmetrics import state as state_lib
 from fmetrics import validation
@@ -379,7 +381,31 @@ def _outside_trace():
         set_code_exec_strategy(fn.__code__, everything)
 
 
-_outside_trace()
+class _AfterDynamo(importlib.abc.MetaPathFinder):
+    """Runs `_outside_trace` as soon as ``torch._dynamo`` is imported (by ``torch.compile``, ...).
+
+    Importing it here would make ``import fmetrics`` take as long again as ``import torch`` (~1.5 s).
+    """
+
+    def find_spec(self, name, path, target=None):
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _outside_trace()
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "torch._dynamo" in sys.modules:
+    _outside_trace()
+else:
+    sys.meta_path.insert(0, _AfterDynamo())
 
 
 def _moved(x, device: torch.device):
