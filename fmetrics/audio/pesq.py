@@ -7,10 +7,9 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-from fmetrics.audio._mean import MeanState, ValuesState, check_choice, check_bool, signal_pair
+from fmetrics.audio._mean import NanStrategy, check_choice, per_example_mean, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
 
 __all__ = ["perceptual_evaluation_speech_quality"]
 
@@ -26,7 +25,8 @@ def _backend():
 
 @factory
 def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Literal["wb", "nb"],
-                                         n_processes: int = 1, per_example: bool = False) -> Metric:
+                                         n_processes: int = 1, per_example: bool = False,
+                                         nan_strategy: NanStrategy = "error") -> Metric:
     """PESQ (ITU-T P.862 MOS-LQO) of each example from the ``pesq`` package, averaged over examples.
 
     A host-input metric (DESIGN §2.5): ``update`` copies the signals to the
@@ -40,6 +40,12 @@ def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Lite
       n_processes: worker processes for ``pesq.pesq_batch`` (default 1: in process).
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised by ``update``, quoting the values, the state untouched; inputs
+        off the CPU or under ``validation.mode("deferred")``: counted and raised
+        by ``finalize``), ``"warn"`` / ``"ignore"`` (the example is left out,
+        with / without a warning from ``finalize``) or ``"disable"`` (the
+        example's value is NaN). ``pesq`` is never called on such an example.
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -51,7 +57,8 @@ def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Lite
     Raises:
       ModuleNotFoundError: without the ``pesq`` package (``pip install 'fmetrics[audio]'``).
       ValueError: from ``update`` when ``pesq`` cannot score an example (e.g.
-        no utterance detected in silence), naming the example.
+        no utterance detected in silence), naming the example; for a
+        zero-length signal; for NaN / inf per ``nan_strategy``.
 
     Example::
 
@@ -69,7 +76,6 @@ def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Lite
         raise validation.fail(name, "fs", "16000 with mode='wb'", fs)
     if isinstance(n_processes, bool) or not isinstance(n_processes, int) or n_processes < 1:
         raise validation.fail(name, "n_processes", "a positive int", repr(n_processes))
-    check_bool(name, "per_example", per_example)
     _backend()
 
     def values(preds, target):
@@ -78,46 +84,22 @@ def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Lite
         shape = preds.shape[:-1]
         p = preds.detach().reshape(-1, preds.shape[-1]).cpu().double().numpy()
         t = target.detach().reshape(-1, target.shape[-1]).cpu().double().numpy()
-        if n_processes > 1 and len(p) > 1:
-            out = backend.pesq_batch(fs, t, p, mode, n_processor=n_processes, on_error=backend.PesqError.RETURN_VALUES)
+        scored = np.flatnonzero(np.isfinite(p).all(-1) & np.isfinite(t).all(-1))  # the others stay NaN
+        out = np.full(len(p), np.nan)
+        if n_processes > 1 and len(scored) > 1:
+            out[scored] = backend.pesq_batch(fs, t[scored], p[scored], mode, n_processor=n_processes,
+                                             on_error=backend.PesqError.RETURN_VALUES)
         else:
-            out = []
-            for i in range(len(p)):
+            for i in scored:
                 try:
-                    out.append(backend.pesq(fs, t[i], p[i], mode))
+                    out[i] = backend.pesq(fs, t[i], p[i], mode)
                 except Exception as err:  # noqa: BLE001 - the C library's errors, re-raised with context
                     raise ValueError(f"{name}: pesq could not score example {i} of this batch: "
                                      f"{type(err).__name__}: {err}") from None
-        out = np.asarray(out, dtype=np.float64)
         if np.any(out < -1):  # pesq_batch's error codes
             raise ValueError(f"{name}: pesq could not score examples {np.flatnonzero(out < -1).tolist()} "
                              "of this batch (e.g. no utterance detected)")
         return torch.from_numpy(out).reshape(shape).to(preds.device)
 
-    if per_example:
-        def init():
-            return ValuesState(())
-
-        def update(state, preds, target):
-            v = values(preds, target)
-            return ValuesState((v.reshape(1) if v.dim() == 0 else v,))
-
-        def finalize(state):
-            return cat_chunks(state.values, torch.zeros(0, dtype=accum_dtype()))
-
-        tags = ValuesState(values="cat")
-    else:
-        def init():
-            return MeanState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64))
-
-        def update(state, preds, target):
-            v = values(preds, target)
-            return MeanState(state.total + v.sum(), state.count + v.numel())
-
-        def finalize(state):
-            return state.total / state.count
-
-        tags = MeanState(total="sum", count="sum")
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("audio", "pesq", fs, mode, per_example), reductions=tags, host_input=True,
-                  higher_is_better=True, is_differentiable=False, bounds=(-0.5, 4.5))
+    return per_example_mean(name, values, per_example, ("pesq", fs, mode), nan_strategy, host_input=True,
+                            higher_is_better=True, is_differentiable=False, bounds=(-0.5, 4.5))

@@ -13,6 +13,11 @@ The best assignment is an exhaustive search over the ``S!`` permutations in
 torch (one gather and one max; traceable, no host sync) for ``S <= 8``; for
 more speakers ``speaker-wise`` mode uses the Hungarian algorithm
 (``scipy.optimize.linear_sum_assignment``) on the host, which syncs the device.
+
+Bad input (docs/audio.md): inputs must be ``(batch, speakers, time, ...)``
+with at least one speaker and sample; NaN / inf follow the wrapper's own
+``nan_strategy`` (the inner metric only ever sees finite signals, or, with
+``"disable"``, the raw ones).
 """
 from __future__ import annotations
 
@@ -22,11 +27,12 @@ from typing import Literal, NamedTuple
 import torch
 
 from fmetrics import validation
-from fmetrics.audio._mean import check_bool, check_choice, signal_pair
+from fmetrics.audio import _mean
+from fmetrics.audio._mean import NanStrategy, check_bool, check_choice, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.wrappers._rows import init_on
 from fmetrics.recipe import factory
-from fmetrics.state import accum_dtype, cat_chunks, merge_fields
+from fmetrics.state import accum_dtype, cat_chunks
 
 __all__ = ["permutation_invariant_training", "pit_permutate"]
 
@@ -36,11 +42,36 @@ EXHAUSTIVE_MAX = 8
 class PITState(NamedTuple):
     total: torch.Tensor  # float64 (): sum of the best per-example values
     count: torch.Tensor  # int64 (): examples
+    invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
 class PITValues(NamedTuple):
-    values: tuple  # chunks of float64 (n,) best values
+    values: tuple  # chunks of float64 (n,) best values (NaN: left out)
     perms: tuple  # chunks of int64 (n, speakers) best permutations
+    invalid: validation.Invalid  # non-finite input entries (nan_strategy)
+
+
+def _merge_state(a: PITState, b: PITState) -> PITState:
+    return PITState(a.total + b.total, a.count + b.count, validation.invalid_merge(a.invalid, b.invalid))
+
+
+def _merge_values(a: PITValues, b: PITValues) -> PITValues:
+    return PITValues(tuple(a.values) + tuple(b.values), tuple(a.perms) + tuple(b.perms),
+                     validation.invalid_merge(a.invalid, b.invalid))
+
+
+def _speaker_inputs(name: str, preds, target) -> None:
+    """``(batch, speakers, time, ...)`` tensors of one shape, at least one speaker and one sample (metadata only)."""
+    what = "(batch, speakers, time, ...)"
+    for arg, x in (("preds", preds), ("target", target)):
+        if not isinstance(x, torch.Tensor):
+            raise validation.fail(name, arg, f"a tensor of shape {what}", type(x).__name__)
+        if x.dim() < 3:
+            raise validation.fail(name, arg, f"a tensor of shape {what}: a {x.dim()}-d input has no speaker or "
+                                  "no time axis (one speaker: x.unsqueeze(1))", f"shape {tuple(x.shape)}")
+    if preds.shape != target.shape:
+        raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
+    _mean.nonempty(name, "preds", preds, what, axes=preds.dim() - 1)
 
 
 def _permutations(s: int, device) -> torch.Tensor:
@@ -94,7 +125,12 @@ def best_permutation(mtx: torch.Tensor, maximize: bool):
         score = picked.mean(-1)
         best, idx = score.max(-1) if maximize else score.min(-1)
         return best, perms[idx]
-    from scipy.optimize import linear_sum_assignment
+    try:
+        from scipy.optimize import linear_sum_assignment
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(f"permutation_invariant_training: {s} speakers (more than {EXHAUSTIVE_MAX}) are "
+                                  "matched by SciPy's Hungarian algorithm; install SciPy: pip install scipy"
+                                  ) from None
 
     host = mtx.detach().cpu().numpy()
     perm = torch.stack([torch.as_tensor(linear_sum_assignment(m, maximize)[1]) for m in host]).to(mtx.device)
@@ -104,7 +140,8 @@ def best_permutation(mtx: torch.Tensor, maximize: bool):
 
 @factory
 def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wise", "permutation-wise"] = "speaker-wise",
-                                   eval_func: Literal["max", "min"] = "max", per_example: bool = False) -> Metric:
+                                   eval_func: Literal["max", "min"] = "max", per_example: bool = False,
+                                   nan_strategy: NanStrategy = "error") -> Metric:
     """Permutation-invariant training (PIT): ``metric`` under each example's best speaker assignment.
 
     ``speaker-wise``: the ``S x S`` matrix ``M[i, j] = metric(preds[j], target[i])``
@@ -124,11 +161,19 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
         ``True``: a tuple ``(best values (N,), best permutations (N, S))``,
         torchmetrics' functional output (``preds[n, perm[n]]`` matches
         ``target[n]``; see `pit_permutate`).
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``: value NaN and the identity permutation with
+        ``per_example``) or ``"disable"`` (no check: NaN propagates). The
+        inner metric's own ``nan_strategy`` plays no part.
 
     Inputs:
       ``update(state, preds, target)``: tensors of one shape ``(batch,
-      speakers, ...)`` that ``metric`` accepts per speaker (``speaker-wise``)
-      or per example (``permutation-wise``).
+      speakers, time, ...)`` (at least 3-d: a 2-d ``(batch, time)`` input has
+      no speaker axis and is rejected) that ``metric`` accepts per speaker
+      (``speaker-wise``) or per example (``permutation-wise``).
 
     Returns:
       A float64 0-d tensor, or the per-example tuple.
@@ -148,17 +193,12 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
     check_choice(name, "mode", mode, ("speaker-wise", "permutation-wise"))
     check_choice(name, "eval_func", eval_func, ("max", "min"))
     check_bool(name, "per_example", per_example)
+    _mean.check_nan_strategy(name, nan_strategy)
     maximize = eval_func == "max"
     one = torch.func.vmap(_one_value(metric))
     pairwise = _pairwise_plan(metric) if mode == "speaker-wise" else None
 
     def best(preds, target):
-        for arg, x in (("preds", preds), ("target", target)):
-            if not isinstance(x, torch.Tensor) or x.dim() < 2:
-                raise validation.fail(name, arg, "a tensor of shape (batch, speakers, ...)",
-                                      tuple(getattr(x, "shape", ())) or type(x).__name__)
-        if preds.shape != target.shape:
-            raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
         b, s = preds.shape[:2]
         rest = preds.shape[2:]
         if b == 0:  # static shape: no examples (vmap does not take empty batches)
@@ -191,35 +231,57 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
         value, idx = score.max(-1) if maximize else score.min(-1)
         return value, perms[idx]
 
+    def screened(state, preds, target):
+        """``(best values, best permutations, kept, invalid)``: ``kept`` None when every example is kept; the
+        others are scored on zeroed non-finite entries (the search and the inner metric see finite signals)."""
+        _speaker_inputs(name, preds, target)
+        if not _mean.screens(nan_strategy, preds, target):
+            return (*best(preds, target), None, _mean.unflagged(state.invalid))
+        kept = _mean.finite_examples(1, preds, target)
+        invalid = _mean.flag_nonfinite(state.invalid, preds, target)
+        clean = [torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (preds, target)]
+        return (*best(*clean), kept, invalid)
+
     if per_example:
         def init():
-            return PITValues((), ())
+            return PITValues((), (), validation.invalid_init())
 
         def update(state, preds, target):
-            value, perm = best(preds, target)
-            return PITValues((value.to(accum_dtype(value.device)),), (perm,))
+            value, perm, kept, invalid = screened(state, preds, target)
+            value = value.to(accum_dtype(value.device))
+            if kept is not None:
+                value = torch.where(kept, value, torch.nan)
+                perm = torch.where(kept.unsqueeze(1), perm, torch.arange(perm.shape[1], device=perm.device))
+            return PITValues((value,), (perm,), invalid)
 
         def finalize(state):
+            _mean.report(name, nan_strategy, state.invalid)
             dev_perm = torch.zeros(0, 0, dtype=torch.int64)
             return cat_chunks(state.values, torch.zeros(0, dtype=accum_dtype())), cat_chunks(state.perms, dev_perm)
 
-        tags = PITValues(values="cat", perms="cat")
+        tags, merge = PITValues(values="cat", perms="cat", invalid=None), _merge_values
     else:
         def init():
-            return PITState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64))
+            return PITState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64),
+                            validation.invalid_init())
 
         def update(state, preds, target):
-            value, _ = best(preds, target)
-            return PITState(state.total + value.sum(dtype=state.total.dtype), state.count + value.numel())
+            value, _, kept, invalid = screened(state, preds, target)
+            if kept is None:
+                return PITState(state.total + value.sum(dtype=state.total.dtype), state.count + value.numel(),
+                                invalid)
+            return PITState(state.total + torch.where(kept, value, 0).sum(dtype=state.total.dtype),
+                            state.count + validation.count(kept), invalid)
 
         def finalize(state):
+            _mean.report(name, nan_strategy, state.invalid, state.count)
             return state.total / state.count
 
-        tags = PITState(total="sum", count="sum")
-    key = None if metric.state_key is None else (name, metric.state_key, mode, eval_func, per_example)
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=tags, higher_is_better=maximize,
-                  is_differentiable=metric.is_differentiable, bounds=metric.bounds)
+        tags, merge = PITState(total="sum", count="sum", invalid=None), _merge_state
+    key = None if metric.state_key is None else (name, metric.state_key, mode, eval_func, nan_strategy, per_example)
+    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
+                  state_key=key, reductions=tags, check=_mean.finite_check(name) if nan_strategy == "error" else None,
+                  higher_is_better=maximize, is_differentiable=metric.is_differentiable, bounds=metric.bounds)
 
 
 def pit_permutate(preds: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.audio._mean import check_bool, per_example_mean, signal_pair
+from fmetrics.audio._mean import NanStrategy, check_bool, per_example_mean, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
@@ -136,7 +136,7 @@ def sdr_values(preds: torch.Tensor, target: torch.Tensor, use_cg_iter: Optional[
 @factory
 def signal_distortion_ratio(*, use_cg_iter: Optional[int] = None, filter_length: int = 512,
                             zero_mean: bool = False, load_diag: Optional[float] = None,
-                            per_example: bool = False) -> Metric:
+                            per_example: bool = False, nan_strategy: NanStrategy = "error") -> Metric:
     """Signal-to-distortion ratio of BSS-eval v4 (fast-bss-eval's ``sdr`` per channel), in dB, averaged over examples.
 
     The target is filtered by the best ``filter_length``-tap filter ``h``
@@ -155,6 +155,11 @@ def signal_distortion_ratio(*, use_cg_iter: Optional[int] = None, filter_length:
         narrow-band targets).
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -187,5 +192,5 @@ def signal_distortion_ratio(*, use_cg_iter: Optional[int] = None, filter_length:
         return sdr_values(preds, target, use_cg_iter, filter_length, zero_mean, load_diag)
 
     return per_example_mean(name, values, per_example,
-                            ("sdr", use_cg_iter, filter_length, zero_mean, load_diag),
+                            ("sdr", use_cg_iter, filter_length, zero_mean, load_diag), nan_strategy,
                             higher_is_better=True, is_differentiable=True, bounds=(None, None))

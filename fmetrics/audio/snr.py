@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from fmetrics.audio._mean import check_bool, compute_dtype, per_example_mean, signal_pair
+from fmetrics.audio._mean import NanStrategy, check_bool, compute_dtype, nonempty, per_example_mean, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics import validation
@@ -142,7 +142,8 @@ PAIRWISE = {  # factory name -> (kind, zero_mean from its arguments or fixed): P
 
 
 @factory
-def signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+def signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False,
+                       nan_strategy: NanStrategy = "error") -> Metric:
     """Signal-to-noise ratio ``10 log10((|t|^2 + eps) / (|t - p|^2 + eps))`` in dB, averaged over examples.
 
     ``eps`` is the machine epsilon of ``preds``' dtype (as torchmetrics), so
@@ -154,6 +155,11 @@ def signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) ->
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis
         (torchmetrics' functional output).
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -176,11 +182,12 @@ def signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) ->
         signal_pair(name, preds, target)
         return snr_values(preds, target, zero_mean)
 
-    return per_example_mean(name, values, per_example, ("snr", zero_mean), **_META)
+    return per_example_mean(name, values, per_example, ("snr", zero_mean), nan_strategy, **_META)
 
 
 @factory
-def scale_invariant_signal_distortion_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+def scale_invariant_signal_distortion_ratio(*, zero_mean: bool = False, per_example: bool = False,
+                                            nan_strategy: NanStrategy = "error") -> Metric:
     """Scale-invariant SDR in dB, averaged over examples.
 
     ``alpha = (<p, t> + eps) / (|t|^2 + eps)``;
@@ -192,6 +199,11 @@ def scale_invariant_signal_distortion_ratio(*, zero_mean: bool = False, per_exam
         over time first.
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -214,16 +226,21 @@ def scale_invariant_signal_distortion_ratio(*, zero_mean: bool = False, per_exam
         signal_pair(name, preds, target)
         return si_sdr_values(preds, target, zero_mean)
 
-    return per_example_mean(name, values, per_example, ("si_sdr", zero_mean), **_META)
+    return per_example_mean(name, values, per_example, ("si_sdr", zero_mean), nan_strategy, **_META)
 
 
 @factory
-def scale_invariant_signal_noise_ratio(*, per_example: bool = False) -> Metric:
+def scale_invariant_signal_noise_ratio(*, per_example: bool = False, nan_strategy: NanStrategy = "error") -> Metric:
     """Scale-invariant SNR: SI-SDR of zero-mean signals (``zero_mean=True``), in dB, averaged over examples.
 
     Args:
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -246,22 +263,24 @@ def scale_invariant_signal_noise_ratio(*, per_example: bool = False) -> Metric:
         signal_pair(name, preds, target)
         return si_sdr_values(preds, target, True)
 
-    return per_example_mean(name, values, per_example, ("si_sdr", True), **_META)
+    return per_example_mean(name, values, per_example, ("si_sdr", True), nan_strategy, **_META)
 
 
 def _complex_view(name: str, arg: str, x) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise validation.fail(name, arg, "a tensor", type(x).__name__)
-    if x.is_complex():
-        x = torch.view_as_real(x)
-    if not x.is_floating_point() or x.dim() < 3 or x.shape[-1] != 2:
+    view = torch.view_as_real(x) if x.is_complex() else x
+    if not view.is_floating_point() or view.dim() < 3 or view.shape[-1] != 2:
         raise validation.fail(name, arg, "a complex tensor (..., frequency, time) or a real one "
                               "(..., frequency, time, 2)", f"{x.dtype} of shape {tuple(x.shape)}")
-    return x
+    nonempty(name, arg, x, "(..., frequency, time)" if x.is_complex() else "(..., frequency, time, 2)",
+             axes=2 if x.is_complex() else 3)
+    return view
 
 
 @factory
-def complex_scale_invariant_signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False) -> Metric:
+def complex_scale_invariant_signal_noise_ratio(*, zero_mean: bool = False, per_example: bool = False,
+                                               nan_strategy: NanStrategy = "error") -> Metric:
     """Complex SI-SNR: SI-SDR of the flattened (real, imaginary) spectrogram, in dB, averaged over examples.
 
     A spectrogram ``(..., F, T)`` is viewed as ``F * T * 2`` reals and scored
@@ -272,6 +291,11 @@ def complex_scale_invariant_signal_noise_ratio(*, zero_mean: bool = False, per_e
         flattened spectrogram first.
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: complex tensors ``(..., frequency,
@@ -297,12 +321,12 @@ def complex_scale_invariant_signal_noise_ratio(*, zero_mean: bool = False, per_e
         p, t = p.flatten(-3), t.flatten(-3)
         return si_sdr_values(p, t, zero_mean)
 
-    return per_example_mean(name, values, per_example, ("c_si_snr", zero_mean), **_META)
+    return per_example_mean(name, values, per_example, ("c_si_snr", zero_mean), nan_strategy, **_META)
 
 
 @factory
 def source_aggregated_signal_distortion_ratio(*, scale_invariant: bool = True, zero_mean: bool = False,
-                                              per_example: bool = False) -> Metric:
+                                              per_example: bool = False, nan_strategy: NanStrategy = "error") -> Metric:
     """Source-aggregated SDR (SA-SDR): one SDR over all speakers of an example, in dB, averaged over examples.
 
     With ``scale_invariant`` one ``alpha`` is shared by every speaker of an
@@ -317,6 +341,11 @@ def source_aggregated_signal_distortion_ratio(*, scale_invariant: bool = True, z
         over time first.
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis.
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -344,4 +373,5 @@ def source_aggregated_signal_distortion_ratio(*, scale_invariant: bool = True, z
         p, t = preds.flatten(-2), target.flatten(-2)
         return si_sdr_values(p, t) if scale_invariant else snr_values(p, t)
 
-    return per_example_mean(name, values, per_example, ("sa_sdr", scale_invariant, zero_mean), **_META)
+    return per_example_mean(name, values, per_example, ("sa_sdr", scale_invariant, zero_mean), nan_strategy,
+                            **_META)

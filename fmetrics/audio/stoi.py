@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-from fmetrics.audio._mean import check_bool, per_example_mean, signal_pair
+from fmetrics.audio._mean import NanStrategy, check_bool, per_example_mean, signal_pair
 from fmetrics.audio.sdr import smooth_fft_size
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -318,7 +318,8 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
 
 
 @factory
-def short_time_objective_intelligibility(*, fs: int, extended: bool = False, per_example: bool = False) -> Metric:
+def short_time_objective_intelligibility(*, fs: int, extended: bool = False, per_example: bool = False,
+                                         nan_strategy: NanStrategy = "error") -> Metric:
     """Short-time objective intelligibility (STOI, Taal et al. 2011) or extended STOI (Jensen & Taal 2016).
 
     The mean over 30-frame windows (384 ms) of the correlation between the
@@ -335,6 +336,11 @@ def short_time_objective_intelligibility(*, fs: int, extended: bool = False, per
       per_example: ``False`` (default): the mean over all examples seen;
         ``True``: every example's value, concatenated along the first axis
         (torchmetrics' functional output).
+      nan_strategy: NaN / inf in ``preds`` or ``target``: ``"error"`` (default:
+        raised at once on CPU in eager mode, quoting the values, the state
+        untouched; elsewhere counted and raised by ``finalize``), ``"warn"`` /
+        ``"ignore"`` (the example is left out, with / without a warning from
+        ``finalize``) or ``"disable"`` (no check: NaN propagates).
 
     Inputs:
       ``update(state, preds, target)``: real floating tensors of one shape
@@ -364,5 +370,5 @@ def short_time_objective_intelligibility(*, fs: int, extended: bool = False, per
         signal_pair(name, preds, target)
         return stoi_values(preds, target, fs, extended, plan)
 
-    return per_example_mean(name, values, per_example, ("stoi", fs, extended),
+    return per_example_mean(name, values, per_example, ("stoi", fs, extended), nan_strategy,
                             higher_is_better=True, is_differentiable=False, bounds=(None, 1.0))
