@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import re
 import weakref
 from typing import Any, Callable, Mapping, NamedTuple
 
@@ -58,6 +59,9 @@ class Recipe(NamedTuple):
         return (self.module, self.qualname, tuple((k, _hashable(v)) for k, v in self.kwargs))
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def _short(v: Any) -> str:
     if isinstance(v, torch.Tensor):
         if v.numel() <= 8:
@@ -65,7 +69,7 @@ def _short(v: Any) -> str:
         return f"tensor(shape={tuple(v.shape)}, dtype={v.dtype})"
     if isinstance(v, torch.nn.Module):
         return f"<{type(v).__name__}>"
-    return repr(v)
+    return _ADDRESS.sub("", repr(v))  # `<Tokenizer object at 0x7f..>`: no object id, so it prints alike in every process
 
 
 def _tensor_key(v: torch.Tensor) -> tuple:

@@ -8,6 +8,7 @@ touched and names the metric and the argument.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any, Sequence
 
 import torch
@@ -16,16 +17,24 @@ from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
-__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "cat_scores"]
+__all__ = ["sentences", "references", "pair_lists", "require", "counts_family", "cat_scores", "empty", "nan"]
 
 
-def require(metric: str, module: str, package: str | None = None, extra: str = "text"):
-    """Imports an optional module or raises naming the metric and the extra that brings it."""
+def require(metric: str, module: str, package: str | None = None, purpose: str = "", extra: str | None = "text"):
+    """Imports an optional module or raises naming the metric and what to install.
+
+    ``package``: the distributions that bring ``module``, space-separated (default: its top-level name);
+    ``extra``: the checkout's extra that has them, if one has. The hint names the packages themselves:
+    ``pip install 'fmetrics[text]'`` outside the checkout would fetch an unrelated package of that name.
+    Example: ``bleu_score needs sacrebleu: pip install sacrebleu (in a checkout of this repository:
+    pip install -e '.[text]')``.
+    """
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            f"{metric} needs {package or module}: pip install 'fmetrics[{extra}]'") from None
+        package = package or module.split(".")[0]
+        hint = f" (in a checkout of this repository: pip install -e '.[{extra}]')" if extra else ""
+        raise ModuleNotFoundError(f"{metric} needs {package}{purpose}: pip install {package}{hint}") from None
 
 
 def _kind(x: Any) -> str:
@@ -114,6 +123,23 @@ def counts_family(name: str, key, State, update, dtypes: dict | None = None, sha
 
     reductions = State(*("cat" if f in cats else "sum" for f in fields))
     return Family(name=name, key=key, init=init, update=wrapped, reductions=reductions, host_input=True)
+
+
+def empty(metric: str, n: Any) -> bool:
+    """Warns (and returns True) when ``n`` sentences (tokens, questions) were seen and ``n`` is 0.
+
+    The value is then undefined: the metric returns `nan()` (docs/conventions.md, "Empty input").
+    """
+    if int(n) == 0:
+        warnings.warn(f"{metric}: no samples were seen (empty input); the value is undefined and set to NaN",
+                      UserWarning, stacklevel=3)
+        return True
+    return False
+
+
+def nan() -> torch.Tensor:
+    """A fresh float64 NaN scalar (the value on empty input)."""
+    return torch.tensor(float("nan"), dtype=torch.float64)
 
 
 def cat_scores(chunks) -> torch.Tensor:

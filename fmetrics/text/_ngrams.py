@@ -32,10 +32,14 @@ def encode_words(sents: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray
 
 
 def encode_chars(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Code points (end to end) and lengths of strings."""
+    """Code points (end to end) and lengths of strings.
+
+    A lone surrogate (``"\\ud800"``, e.g. from ``errors="surrogateescape"`` decoding) is one code point like
+    any other, as in sacrebleu's Python strings.
+    """
     lens = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
     joined = "".join(strings)
-    tok = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    tok = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
     return tok, lens
 
 

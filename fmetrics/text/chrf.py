@@ -23,7 +23,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.text import _ngrams
-from fmetrics.text._common import cat_scores, counts_family, references, sentences
+from fmetrics.text._common import cat_scores, counts_family, empty, nan, references, sentences
 
 __all__ = ["chrf_score"]
 
@@ -142,7 +142,8 @@ def chrf_score(*, n_char_order: int = 6, n_word_order: int = 2, beta: float = 2.
 
     Returns:
       A float64 scalar in [0, 1]; with ``return_sentence_level_score``, the
-      tuple ``(corpus score, sentence scores)``.
+      tuple ``(corpus score, sentence scores)``. An empty corpus gives NaN
+      with a warning. A lone surrogate code point counts as one character.
 
     Example::
 
@@ -182,7 +183,10 @@ def chrf_score(*, n_char_order: int = 6, n_word_order: int = 2, beta: float = 2.
         fam = counts_family("chrf", key, ChrfState, update, shapes={"stats": (order, 3)})
 
     def finish(s):
-        v = torch.tensor(f_scores(s.stats.numpy()[None], beta)[0] / 100, dtype=torch.float64)
+        if empty(name, s.sentences):
+            v = nan()
+        else:
+            v = torch.tensor(f_scores(s.stats.numpy()[None], beta)[0] / 100, dtype=torch.float64)
         return (v, cat_scores(s.scores)) if sent else v
 
     return fam.metric(name, finish, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))

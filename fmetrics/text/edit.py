@@ -10,7 +10,7 @@ from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import cat_chunks
-from fmetrics.text._common import counts_family, pair_lists, require
+from fmetrics.text._common import counts_family, empty, nan, pair_lists, require
 
 __all__ = ["edit_distance"]
 
@@ -56,6 +56,7 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
 
     Returns:
       ``'mean'``: float64 scalar; ``'sum'``: int64 scalar; ``'none'``: int64 vector.
+      On empty input: ``'mean'`` NaN with a warning, ``'sum'`` 0, ``'none'`` an empty vector.
 
     Example::
 
@@ -85,6 +86,8 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
         fam = counts_family("edit_distance", (substitution_cost,), EditDistanceState, update)
 
         def finish(s):
-            return s.total.clone() if reduction == "sum" else s.total.double() / s.sentences.double()
+            if reduction == "sum":
+                return s.total.clone()
+            return nan() if empty(name, s.sentences) else s.total.double() / s.sentences.double()
 
     return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, None))

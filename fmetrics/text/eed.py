@@ -18,7 +18,7 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.text._common import cat_scores, counts_family, references, sentences
+from fmetrics.text._common import cat_scores, counts_family, empty, nan, references, sentences
 
 __all__ = ["extended_edit_distance"]
 
@@ -108,7 +108,7 @@ def extended_edit_distance(*, language: Literal["en", "ja"] = "en", return_sente
 
     Returns:
       A float64 scalar in [0, 1]; with ``return_sentence_level_score``, the
-      tuple ``(mean, sentence scores)``.
+      tuple ``(mean, sentence scores)``. An empty corpus gives NaN with a warning.
 
     Example::
 
@@ -149,7 +149,7 @@ def extended_edit_distance(*, language: Literal["en", "ja"] = "en", return_sente
         fam = counts_family("eed", key, EedState, update, dtypes=dt)
 
     def finish(s):
-        v = s.total / s.sentences.double()
+        v = nan() if empty(name, s.sentences) else s.total / s.sentences.double()
         return (v, cat_scores(s.scores)) if sent else v
 
     return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, 1.0))

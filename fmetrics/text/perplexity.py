@@ -1,6 +1,7 @@
 """`perplexity`: ``exp(mean negative log-likelihood)`` of target tokens under logits (a tensor metric)."""
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple, Optional
 
 import torch
@@ -13,16 +14,25 @@ from fmetrics.state import accum_dtype
 __all__ = ["perplexity"]
 
 _RULE = "target token ids in [0, vocab_size) (or ignore_index)"
+_FINITE = "logits with a finite log-normalizer at every counted position (no NaN or +inf; -inf masks, not a whole row)"
 
 
 class PerplexityState(NamedTuple):
     total: torch.Tensor  # float64 sum of -log p(target)
     count: torch.Tensor  # int64 tokens counted
     invalid: validation.Invalid
+    nonfinite: validation.Invalid  # counted positions whose logsumexp of the logits is NaN or +-inf
 
 
 def _merge(a: PerplexityState, b: PerplexityState) -> PerplexityState:
-    return PerplexityState(a.total + b.total, a.count + b.count, validation.invalid_merge(a.invalid, b.invalid))
+    return PerplexityState(a.total + b.total, a.count + b.count, validation.invalid_merge(a.invalid, b.invalid),
+                           validation.invalid_merge(a.nonfinite, b.nonfinite))
+
+
+def _flat(preds: torch.Tensor) -> torch.Tensor:
+    """Logits as ``(positions, vocab)`` in the input precision (fp16 / bf16 promoted to float32)."""
+    x = preds.reshape(-1, preds.shape[-1])
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
 @factory
@@ -39,9 +49,11 @@ def perplexity(*, ignore_index: Optional[int] = None) -> Metric:
       ids of shape ``(batch, seq_len)``.
 
     Returns:
-      A float64 scalar >= 1 (``nan`` before any counted token). Target ids
-      outside ``[0, vocab_size)`` raise at once on CPU, or in `finalize` where
-      checks are deferred (GPU, compile, vmap).
+      A float64 scalar >= 1 (``nan`` with a warning before any counted
+      token; ``inf`` when a target token has a ``-inf`` logit). Target ids
+      outside ``[0, vocab_size)`` and NaN or ``+inf`` logits (or a row of
+      ``-inf``) at a counted position raise at once on CPU, or in `finalize`
+      where checks are deferred (GPU, compile, vmap).
 
     Example::
 
@@ -72,30 +84,41 @@ def perplexity(*, ignore_index: Optional[int] = None) -> Metric:
         if bad.any():
             raise ValueError(f"{name}: argument `target` expected {_RULE}; found "
                              f"{validation.quote(target[bad])}")
+        lse = torch.logsumexp(_flat(preds), dim=-1)
+        bad = keep.reshape(-1) & ~torch.isfinite(lse)
+        if bad.any():
+            raise ValueError(f"{name}: argument `preds` expected {_FINITE}; found the log-normalizer "
+                             f"{validation.quote(lse[bad])}")
 
     def init() -> PerplexityState:
         z = lambda: torch.zeros((), dtype=torch.int64)  # noqa: E731 - distinct tensors: no aliasing guards
         invalid = validation.Invalid(z(), torch.full((), float("nan"), dtype=torch.float64), z(), z())
-        return PerplexityState(torch.zeros((), dtype=accum_dtype()), z(), invalid)
+        return PerplexityState(torch.zeros((), dtype=accum_dtype()), z(), invalid, validation.invalid_init())
 
     def update(s: PerplexityState, preds: torch.Tensor, target: torch.Tensor) -> PerplexityState:
         shapes(preds, target)
         v = preds.shape[-1]
-        logp = torch.log_softmax(preds.detach().reshape(-1, v).to(torch.float32 if preds.dtype in (
-            torch.float16, torch.bfloat16) else preds.dtype), dim=-1)
+        x = _flat(preds.detach())
+        lse = torch.logsumexp(x, dim=-1)  # log p(t) = x_t - lse: no (positions, vocab) log-softmax
         t = target.reshape(-1)
         keep = t != ignore_index if ignore_index is not None else torch.ones_like(t, dtype=torch.bool)
         bad = keep & ((t < 0) | (t >= v))
-        ok = keep & ~bad
-        picked = torch.gather(logp, 1, torch.where(ok, t, torch.zeros_like(t)).unsqueeze(1)).squeeze(1)
+        nonfinite = keep & ~bad & ~torch.isfinite(lse)
+        ok = keep & ~bad & ~nonfinite
+        picked = torch.gather(x, 1, torch.where(ok, t, torch.zeros_like(t)).unsqueeze(1)).squeeze(1) - lse
         nll = -torch.where(ok, picked, torch.zeros_like(picked)).to(s.total.dtype).sum()
         return PerplexityState(s.total + nll, s.count + validation.count(ok),
-                               validation.invalid_flag(s.invalid, bad, t))
+                               validation.invalid_flag(s.invalid, bad, t),
+                               validation.invalid_flag(s.nonfinite, nonfinite, lse))
 
     def finalize(s: PerplexityState) -> torch.Tensor:
         validation.invalid_report(name, _RULE, s.invalid)
+        validation.invalid_report(name, "`preds`: " + _FINITE, s.nonfinite)
+        if int(s.count) == 0:
+            warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
+                          UserWarning, stacklevel=2)
         return torch.exp(s.total / s.count.to(s.total.dtype))
 
     return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name, check=check,
-                  reductions=PerplexityState("sum", "sum", None), higher_is_better=False,
+                  reductions=PerplexityState("sum", "sum", None, None), higher_is_better=False,
                   is_differentiable=True, bounds=(1.0, None))

@@ -19,7 +19,7 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.text._common import counts_family, references, require, sentences
+from fmetrics.text._common import counts_family, empty, references, require, sentences
 
 __all__ = ["rouge_score"]
 
@@ -37,7 +37,7 @@ class RougeState(NamedTuple):
 def _tokenizer(name, use_stemmer: bool, normalizer, tokenizer):
     stem = None
     if use_stemmer:
-        porter = require(name, "nltk.stem.porter", "nltk (the Porter stemmer)")
+        porter = require(name, "nltk.stem.porter", "nltk", " for the Porter stemmer")
         stemmer = porter.PorterStemmer()
         cache: dict = {}
 
@@ -163,7 +163,7 @@ def rouge_score(*, rouge_keys: Union[str, Sequence[str]] = ("rouge1", "rouge2", 
 
     Returns:
       A dict ``{'<key>_fmeasure', '<key>_precision', '<key>_recall'}`` of
-      float64 scalars in [0, 1].
+      float64 scalars in [0, 1] (NaN with a warning on an empty corpus).
 
     Example::
 
@@ -216,7 +216,7 @@ def rouge_score(*, rouge_keys: Union[str, Sequence[str]] = ("rouge1", "rouge2", 
                         dtypes={"sums": torch.float64}, shapes={"sums": (len(keys), 3)})
 
     def finish(s: RougeState) -> dict:
-        mean = s.sums / s.sentences.double()
+        mean = torch.full_like(s.sums, float("nan")) if empty(name, s.sentences) else s.sums / s.sentences.double()
         out = {}
         for i, k in enumerate(keys):
             out[f"{k}_fmeasure"] = mean[i, 2].clone()

@@ -11,7 +11,7 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.text._common import counts_family
+from fmetrics.text._common import counts_family, empty, nan
 
 __all__ = ["squad"]
 
@@ -47,13 +47,28 @@ def _as_list(name: str, arg: str, x: Any, keys: tuple) -> list:
     items = [x] if isinstance(x, dict) else x
     if not isinstance(items, (list, tuple)):
         raise validation.fail(name, arg, "a dict or a list of dicts", type(x).__name__)
+    seen = set()
     for i, d in enumerate(items):
         if not isinstance(d, dict):
             raise validation.fail(name, arg, "a list of dicts", f"a {type(d).__name__} at position {i}")
         missing = [k for k in keys if k not in d]
         if missing:
             raise validation.fail(name, arg, f"dicts with keys {list(keys)}", f"keys {sorted(d)} at position {i}")
+        qid = d["id"]
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+            raise validation.fail(name, arg, "'id' strings (or integers)", f"{qid!r} at position {i}")
+        if qid in seen:
+            raise validation.fail(name, arg, "one entry per 'id'", f"id {qid!r} again at position {i}")
+        seen.add(qid)
     return list(items)
+
+
+def _unmatched(name: str, arg: str, ids: list, others: set, what: str) -> None:
+    """Raises naming the ids of ``arg`` that ``others`` lacks (a question without its prediction, or the converse)."""
+    lost = [q for q in ids if q not in others]
+    if lost:
+        more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
+        raise validation.fail(name, arg, f"{what} in the same update", f"id {lost[0]!r}{more} without one")
 
 
 def squad_counts(preds: Any, target: Any) -> dict:
@@ -66,16 +81,19 @@ def squad_counts(preds: Any, target: Any) -> dict:
             raise validation.fail(name, "preds", "'prediction_text' strings",
                                   f"a {type(p['prediction_text']).__name__} at position {i}")
         answers[p["id"]] = p["prediction_text"]
-    f1 = 0.0
-    em = 0
+    golds = []
     for i, t in enumerate(target):
         a = t["answers"]
         texts = a.get("text") if isinstance(a, dict) else None
-        if not isinstance(texts, (list, tuple)) or not all(isinstance(s, str) for s in texts):
-            raise validation.fail(name, "target", "'answers' dicts with a list of strings under 'text'",
+        if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(s, str) for s in texts):
+            raise validation.fail(name, "target", "'answers' dicts with a non-empty list of strings under 'text'",
                                   f"{a!r} at position {i}")
-        if t["id"] not in answers or not texts:
-            continue  # an unanswered question scores 0 (the official script)
+        golds.append(texts)
+    _unmatched(name, "target", [t["id"] for t in target], set(answers), "a prediction (preds) for every question")
+    _unmatched(name, "preds", list(answers), {t["id"] for t in target}, "a question (target) for every prediction")
+    f1 = 0.0
+    em = 0
+    for t, texts in zip(target, golds):
         pred = answers[t["id"]]
         em += max(int(normalize_answer(pred) == normalize_answer(x)) for x in texts)
         f1 += max(_f1(pred, x) for x in texts)
@@ -88,8 +106,10 @@ def squad() -> Metric:
 
     Answers are normalized by the official rules (lowercase, ASCII
     punctuation removed, articles ``a``/``an``/``the`` removed, whitespace
-    collapsed); F1 is over normalized tokens (bag of words). A question
-    without a prediction of its ``id`` scores 0.
+    collapsed); F1 is over normalized tokens (bag of words). Every question
+    of an update needs its prediction (same ``id``) in that update and the
+    converse; an unanswered question is an error (the official script scores
+    it 0: give it ``"prediction_text": ""`` for that).
 
     Args:
       none: the metric has no options (as torchmetrics' ``SQuAD()``).
@@ -100,7 +120,8 @@ def squad() -> Metric:
       dicts ``{"answers": {"text": [str, ...], ...}, "id": str}``.
 
     Returns:
-      ``{"exact_match": float64, "f1": float64}``, both in [0, 100].
+      ``{"exact_match": float64, "f1": float64}``, both in [0, 100]; NaN with
+      a warning when no question was seen.
 
     Example::
 
@@ -112,6 +133,8 @@ def squad() -> Metric:
     fam = counts_family("squad", (), SquadState, squad_counts, dtypes={"f1": torch.float64})
 
     def finish(s: SquadState) -> dict:
+        if empty("squad", s.total):
+            return {"exact_match": nan(), "f1": nan()}
         n = s.total.double()
         return {"exact_match": 100.0 * s.exact_match.double() / n, "f1": 100.0 * s.f1 / n}
 

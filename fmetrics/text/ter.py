@@ -14,7 +14,7 @@ import torch
 
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.text._common import cat_scores, counts_family, references, require, sentences
+from fmetrics.text._common import cat_scores, counts_family, empty, nan, references, require, sentences
 
 __all__ = ["translation_edit_rate"]
 
@@ -64,7 +64,7 @@ def translation_edit_rate(*, normalize: bool = False, no_punctuation: bool = Fal
     Returns:
       A float64 scalar >= 0; with ``return_sentence_level_score``, the tuple
       ``(corpus TER, sentence TERs)``. An empty reference with a non-empty
-      hypothesis scores 1.
+      hypothesis scores 1; an empty corpus gives NaN with a warning.
 
     Example::
 
@@ -104,7 +104,8 @@ def translation_edit_rate(*, normalize: bool = False, no_punctuation: bool = Fal
         fam = counts_family("ter", opts, TerState, update, dtypes=dt)
 
     def finish(s):
-        v = torch.tensor(_score(float(s.edits), float(s.ref_length)), dtype=torch.float64)
+        v = nan() if empty(name, s.sentences) else torch.tensor(_score(float(s.edits), float(s.ref_length)),
+                                                                 dtype=torch.float64)
         return (v, cat_scores(s.scores)) if sent else v
 
     return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, None))
