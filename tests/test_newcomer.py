@@ -44,3 +44,32 @@ def test_compiled_update_skips_its_wrapper_when_dynamo_comes_later():
         print(counter.frame_count, m.finalize(s).numel())
     """).split()
     assert int(out[0]) <= 4 and out[1] == str(sum(range(3, 15)))
+
+
+def _bench(workloads: dict, monkeypatch) -> tuple[int, str]:
+    import io
+
+    from benchmarks import harness
+    from benchmarks.registry import Workload
+
+    monkeypatch.setattr(harness, "measure_bandwidth", lambda quick, device=None: {"gbps": 10.0})
+    out, err = io.StringIO(), io.StringIO()
+    ws = {n: Workload(name=n, domain="t", build=b) for n, b in workloads.items()}
+    rc = harness.main(["--quick", "--repeats", "1", "--threads", str(__import__("torch").get_num_threads())],
+                      workloads=ws, out=out, err=err)
+    return rc, err.getvalue()
+
+
+def test_benchmark_exit_status_blames_fmetrics_only(monkeypatch):
+    """``python -m benchmarks`` exits 0 when a peer disagrees but a reference agrees with fmetrics (torchmetrics'
+    BLEU ties, MER, WIL, ARI rows: the quick run exited 1 on a healthy run); 1 when no peer agrees with fmetrics."""
+    one, two = (lambda: 1.0), (lambda: 2.0)
+    rc, err = _bench({"t/peer_off": lambda q: {"fmetrics": one, "reference": one, "torchmetrics": two}}, monkeypatch)
+    assert rc == 0 and "t/peer_off/torchmetrics" in err and "flagged" not in err
+    rc, err = _bench({"t/fm_off": lambda q: {"fmetrics": two, "reference": one, "torchmetrics": one}}, monkeypatch)
+    assert rc == 1 and "2 row(s) flagged" in err
+    rc, err = _bench({"t/alone": lambda q: {"fmetrics": two, "torchmetrics": one}}, monkeypatch)
+    assert rc == 1
+    rc, err = _bench({"t/ok": lambda q: {"fmetrics": one, "reference": one},
+                      "t/broken": lambda q: {"fmetrics": one, "reference": lambda: 1 / 0}}, monkeypatch)
+    assert rc == 1 and "t/broken/reference (error)" in err
