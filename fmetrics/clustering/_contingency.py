@@ -23,7 +23,7 @@ from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
-__all__ = ["TableState", "LabelState", "contingency_family", "table", "check_labels"]
+__all__ = ["TableState", "LabelState", "contingency_family", "table", "check_labels", "tensors"]
 
 
 class TableState(NamedTuple):
@@ -34,12 +34,20 @@ class TableState(NamedTuple):
 class LabelState(NamedTuple):
     preds: tuple  # chunks of labels (int64, or float64 where NaN may appear)
     target: tuple
+    invalid: validation.Invalid  # non-finite labels (deferred check)
+
+
+def tensors(name: str, preds, target) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(preds, target)`` when both are tensors; else the error naming the argument (lists are not converted)."""
+    for arg, x in (("preds", preds), ("target", target)):
+        if not isinstance(x, torch.Tensor):
+            raise validation.fail(name, arg, "a tensor (convert lists with torch.as_tensor)", type(x).__name__)
+    return preds, target
 
 
 def check_labels(name: str, preds: torch.Tensor, target: torch.Tensor, allow_float: bool = False) -> None:
     """Shape and dtype checks (metadata only)."""
-    if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
-        raise validation.fail(name, "preds/target", "tensors", f"{type(preds).__name__}, {type(target).__name__}")
+    tensors(name, preds, target)
     if preds.shape != target.shape or preds.dim() != 1:
         raise validation.fail(name, "preds/target", "1-D tensors of one shape",
                               f"{tuple(preds.shape)} and {tuple(target.shape)}")
@@ -48,69 +56,109 @@ def check_labels(name: str, preds: torch.Tensor, target: torch.Tensor, allow_flo
             raise validation.fail(name, arg, "integer labels", str(x.dtype))
 
 
+def _nonfinite(p: torch.Tensor, t: torch.Tensor, keep) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(bad rows, the offending value per row)``: a NaN or inf label in a row not left out by ``keep``."""
+    finite_p = torch.isfinite(p)
+    bad = ~(finite_p & torch.isfinite(t))
+    return (bad if keep is None else bad & keep), torch.where(finite_p, t, p)
+
+
+def _flag_nonfinite(inv: validation.Invalid, p: torch.Tensor, t: torch.Tensor, keep) -> validation.Invalid:
+    if not (p.is_floating_point() or t.is_floating_point()):  # integer labels: nothing to flag, one call more
+        return validation.invalid_flag(inv, torch.zeros(0, dtype=torch.bool, device=p.device), p)
+    return validation.invalid_flag(inv, *_nonfinite(p, t, keep))
+
+
+def _off_grid(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Labels outside ``[0, k)`` or not whole numbers (NaN included)."""
+    bad = (x < 0) | (x >= k)
+    return bad | (x != x.floor()) if x.is_floating_point() else bad
+
+
 def contingency_family(name: str, num_clusters: Optional[int], prepare: Optional[Callable] = None,
-                       key: tuple = (), allow_float: bool = False) -> Family:
+                       key: tuple = (), allow_float: bool = False, arg: str = "num_clusters",
+                       what: str = "labels") -> Family:
     """The family over one label table; ``prepare(preds, target) -> (preds, target, keep)`` maps raw inputs
-    to labels (nominal data: NaN handling, one-hot argmax) before counting."""
+    to labels (nominal data: NaN handling, one-hot argmax) before counting. ``arg`` names the size argument
+    and ``what`` the inputs in errors (nominal data: ``"num_categories"``, ``"categories"``)."""
     if num_clusters is not None and (not isinstance(num_clusters, int) or isinstance(num_clusters, bool)
                                      or num_clusters < 1):
-        raise validation.fail(name, "num_clusters", "a positive int or None", repr(num_clusters))
+        raise validation.fail(name, arg, "a positive int or None", repr(num_clusters))
     prep = prepare or (lambda p, t: (p, t, None))
+    finite_rule = f"{what} must be finite (no NaN or inf)"
 
     if num_clusters is None:
         def init():
-            return LabelState((), ())
+            return LabelState((), (), validation.invalid_init())
 
         def update(state, preds, target):
-            p, t, keep = prep(preds, target)
+            p, t, keep = prep(*tensors(name, preds, target))
             check_labels(name, p, t, allow_float=True)
+            invalid = _flag_nonfinite(state.invalid, p, t, keep)
             dtype = torch.float64 if (p.is_floating_point() or t.is_floating_point()) else torch.int64
             if keep is not None:  # dropped rows become NaN; finalize leaves them out
                 dtype = torch.float64
                 p = torch.where(keep, p.to(dtype), float("nan"))
                 t = torch.where(keep, t.to(dtype), float("nan"))
             # a copy the caller cannot change later (to() copies only when the dtype differs)
-            return LabelState((p.detach().to(dtype, copy=True),), (t.detach().to(dtype, copy=True),))
+            return LabelState((p.detach().to(dtype, copy=True),), (t.detach().to(dtype, copy=True),), invalid)
 
-        return Family(name="contingency_labels", key=key, init=init, update=update,
-                      reductions=LabelState(preds="cat", target="cat"), shared=_labels_table)
+        def merge(a, b):
+            return LabelState(a.preds + b.preds, a.target + b.target, validation.invalid_merge(a.invalid, b.invalid))
+
+        def check(preds, target):
+            p, t, keep = prep(*tensors(name, preds, target))
+            check_labels(name, p, t, allow_float=True)
+            for arg, x in (("preds", p), ("target", t)):
+                if not x.is_floating_point():
+                    continue
+                bad = ~torch.isfinite(x) if keep is None else ~torch.isfinite(x) & keep
+                if bool(bad.any()):
+                    raise ValueError(f"{name}: argument `{arg}`: {finite_rule}; found {validation.quote(x[bad])}")
+
+        def shared(state):
+            validation.invalid_report(name, finite_rule, state.invalid)
+            return _labels_table(state)
+
+        return Family(name="contingency_labels", key=key, init=init, update=update, merge=merge, check=check,
+                      reductions=LabelState(preds="cat", target="cat", invalid=None), shared=shared)
 
     k = num_clusters
+    range_rule = f"{what} must be {'whole numbers ' if allow_float else ''}in [0, {k}) ({arg}={k})"
 
     def init():
         return TableState(torch.zeros(k, k, dtype=torch.int64), validation.invalid_init())
 
     def update(state, preds, target):
-        p, t, keep = prep(preds, target)
+        p, t, keep = prep(*tensors(name, preds, target))
         check_labels(name, p, t, allow_float=allow_float)
         p, t = p.detach(), t.detach()
-        bad = (p < 0) | (p >= k) | (t < 0) | (t >= k)
-        if p.is_floating_point():
-            bad = bad | (p != p.floor()) | (t != t.floor())
+        bad = _off_grid(p, k) | _off_grid(t, k)
         if keep is not None:
             bad = bad & keep
         good = ~bad if keep is None else keep & ~bad
         zero = torch.zeros((), dtype=p.dtype, device=p.device)
         flat = torch.where(good, t, zero).to(torch.int64) * k + torch.where(good, p, zero).to(torch.int64)
         counts = state.counts.reshape(-1).index_add(0, flat, good.to(torch.int64)).reshape(k, k)
-        worst = torch.where((p < 0) | (p >= k), p, t)
+        worst = torch.where(_off_grid(p, k), p, t)
         return TableState(counts, validation.invalid_flag(state.invalid, bad, worst))
 
     def merge(a, b):
         return TableState(a.counts + b.counts, validation.invalid_merge(a.invalid, b.invalid))
 
     def check(preds, target):
-        p, t, keep = prep(preds, target)
+        p, t, keep = prep(*tensors(name, preds, target))
         check_labels(name, p, t, allow_float=allow_float)
-        bad = (p < 0) | (p >= k) | (t < 0) | (t >= k)
+        bad_p, bad_t = _off_grid(p, k), _off_grid(t, k)
         if keep is not None:
-            bad = bad & keep
-        if bool(bad.any()):
-            vals = torch.cat([p[bad & ((p < 0) | (p >= k))], t[bad & ((t < 0) | (t >= k))]])
-            raise ValueError(f"{name}: labels must be in [0, {k}) (num_clusters={k}); found {validation.quote(vals)}")
+            bad_p, bad_t = bad_p & keep, bad_t & keep
+        args = [arg for arg, bad in (("preds", bad_p), ("target", bad_t)) if bool(bad.any())]
+        if args:
+            raise ValueError(f"{name}: argument `{'` and `'.join(args)}`: {range_rule}; found "
+                             f"{validation.quote(torch.cat([p[bad_p], t[bad_t]]))}")
 
     def shared(state):
-        validation.invalid_report(name, f"labels in [0, {k})", state.invalid)
+        validation.invalid_report(name, range_rule, state.invalid)
         return _dense_table(state.counts)
 
     return Family(name="contingency_table", key=(k, *key), init=init, update=update,

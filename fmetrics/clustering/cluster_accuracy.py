@@ -40,7 +40,7 @@ def cluster_accuracy(*, num_classes: int) -> Metric:
     """
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
         raise validation.fail("cluster_accuracy", "num_classes", "a positive int", repr(num_classes))
-    fam = contingency_family("cluster_accuracy", num_classes)
+    fam = contingency_family("cluster_accuracy", num_classes, arg="num_classes")
 
     def finish(table: torch.Tensor) -> torch.Tensor:
         n = float(table.sum())

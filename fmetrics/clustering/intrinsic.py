@@ -3,9 +3,10 @@
 * Calinski-Harabasz: ``CH = [B / (k - 1)] / [W / (N - k)]`` with between- and
   within-cluster dispersions ``B = sum_k n_k |c_k - c|^2`` and
   ``W = sum_k sum_{x in k} |x - c_k|^2``; 1.0 when ``W = 0`` (scikit-learn).
-  With ``num_clusters`` given, the state is per-cluster counts, sums and sums
-  of squared norms in float64: sum-mergeable, O(K D) memory. Without it, the
-  points are kept and both dispersions are computed in two passes.
+  With ``num_clusters`` given, the state is per-cluster counts, means and
+  centred second moments (M2) in float64, merged by Chan's formula: O(K D)
+  memory, no raw sums of squares (no cancellation on offset data). Without it,
+  the points are kept and both dispersions are computed in two passes.
 * Davies-Bouldin: ``DB = mean_i max_{j != i} (s_i + s_j) / |c_i - c_j|`` with
   ``s_i`` the mean distance of cluster i's points to its centroid. ``s_i`` needs
   the centroid first, so the points are kept (chunks).
@@ -30,9 +31,39 @@ __all__ = ["calinski_harabasz_score", "davies_bouldin_score", "dunn_index"]
 
 class MomentState(NamedTuple):
     count: torch.Tensor  # int64 [K]
-    total: torch.Tensor  # float64 [K, D]
-    sq: torch.Tensor     # float64 [K]: sum of squared norms
+    mean: torch.Tensor   # float64 [K, D]: per-cluster mean (0 for an empty cluster)
+    m2: torch.Tensor     # float64 [K]: per-cluster sum of squared distances to its mean
     invalid: validation.Invalid
+
+
+def _chan(count_a, mean_a, m2_a, count_b, delta, m2_b):
+    """Count, mean and M2 of two groups from the second's mean offset ``delta`` (Chan et al.):
+    ``mean = mean_a + delta n_b / n``, ``M2 = M2_a + M2_b + |delta|^2 n_a n_b / n``. No raw sums of squares,
+    so offset data keeps its digits, and equal means give exactly the same mean and M2."""
+    n = count_a + count_b
+    scale = n.clamp(min=1)
+    return (n, mean_a + delta * (count_b / scale)[:, None],
+            m2_a + m2_b + (delta * delta).sum(1) * (count_a * count_b / scale))
+
+
+def _batch_moments(k: int, x: torch.Tensor, labels: torch.Tensor, state: "MomentState"):
+    """This batch's per-cluster ``(count, batch mean - state mean, M2, bad labels)``, computed about a
+    reference point per cluster: the state's mean, or the cluster's first point in the batch where the state
+    has none (identical points then give exactly zero spread). Labels outside ``[0, k)`` count nowhere."""
+    bad = (labels < 0) | (labels >= k)
+    ids = torch.where(bad, torch.zeros_like(labels), labels).to(torch.int64)
+    n = x.shape[0]
+    pos = torch.arange(n, device=x.device)
+    first = torch.full((k,), n, dtype=torch.int64, device=x.device).scatter_reduce(
+        0, ids, torch.where(bad, n, pos), "amin")
+    seen = state.count > 0
+    ref = torch.where(seen[:, None], state.mean, x[first.clamp(max=n - 1)])
+    d = torch.where(bad[:, None], 0.0, x - ref[ids])
+    count = torch.zeros(k, dtype=torch.float64, device=x.device).index_add(0, ids, (~bad).to(torch.float64))
+    offset = d.new_zeros(k, x.shape[1]).index_add(0, ids, d) / count.clamp(min=1)[:, None]
+    spread = torch.where(bad, 0.0, ((d - offset[ids]) ** 2).sum(1))
+    m2 = torch.zeros(k, dtype=torch.float64, device=x.device).index_add(0, ids, spread)
+    return count, offset + (ref - state.mean), m2, bad  # ref - mean: exactly 0 where the state has the cluster
 
 
 def _too_few_clusters(name: str, k: int) -> torch.Tensor:
@@ -45,16 +76,16 @@ def _points_family(name: str) -> Family:
                   reductions=PointState(data="cat", labels="cat"), shared=lambda s: joined(s))
 
 
-def _ch_value(counts: torch.Tensor, sums: torch.Tensor, within: torch.Tensor) -> torch.Tensor:
+def _ch_value(counts: torch.Tensor, means: torch.Tensor, within: torch.Tensor) -> torch.Tensor:
     present = counts > 0
-    counts, sums = counts[present], sums[present]
+    counts, means = counts[present], means[present]
     n, k = float(counts.sum()), int(counts.numel())
     if k < 2 or n <= k:
         warnings.warn(f"calinski_harabasz_score: needs 2 <= clusters < samples, got {k} clusters and {int(n)} "
                       "samples; the value is NaN", UserWarning, stacklevel=4)
         return torch.tensor(float("nan"), dtype=torch.float64)
-    mean = sums.sum(0) / n
-    between = float((counts * ((sums / counts[:, None] - mean) ** 2).sum(1)).sum())
+    mean = (counts[:, None] * means).sum(0) / n
+    between = float((counts * ((means - mean) ** 2).sum(1)).sum())
     w = float(within)
     if w == 0.0:
         return torch.tensor(1.0, dtype=torch.float64)
@@ -67,8 +98,8 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
 
     Args:
       num_clusters: ``None`` (default) keeps the points (any integer labels);
-        an int ``K`` keeps per-cluster counts, sums and sums of squared norms
-        (float64, sum-mergeable; labels must be in ``[0, K)``).
+        an int ``K`` keeps per-cluster counts, means and centred second moments
+        (float64, merged by Chan's formula; labels must be in ``[0, K)``).
 
     Inputs:
       ``update(state, data, labels)``: points ``(N, D)`` float and their cluster labels ``(N,)`` integer.
@@ -90,7 +121,7 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
                 return _ch_value(torch.zeros(0, dtype=torch.float64), torch.zeros(0, 0, dtype=torch.float64), 0.0)
             counts, cents = centroids(data, ids, k)
             within = ((data - cents[ids]) ** 2).sum()
-            return _ch_value(counts, cents * counts[:, None], within)
+            return _ch_value(counts, cents, within)
 
         return _points_family(name).metric(name, finish, higher_is_better=True, bounds=(0.0, None))
 
@@ -105,19 +136,20 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
     def update(state, data, labels):
         check_points(name, data, labels)
         x = data.detach().to(torch.float64)
-        bad = (labels < 0) | (labels >= k)
-        ids = torch.where(bad, torch.zeros_like(labels), labels).to(torch.int64)
-        w = (~bad).to(torch.float64)
-        total = state.total if state.total.shape[1] == x.shape[1] else state.total.new_zeros(k, x.shape[1])
-        return MomentState(state.count.index_add(0, ids, (~bad).to(torch.int64)),
-                           total.index_add(0, ids, x * w[:, None]),
-                           state.sq.index_add(0, ids, (x * x).sum(1) * w),
+        if state.mean.shape[1] != x.shape[1]:  # the first batch fixes D
+            state = state._replace(mean=state.mean.new_zeros(k, x.shape[1]))
+        if x.shape[0] == 0:
+            return state._replace(invalid=validation.invalid_flag(state.invalid, labels < 0, labels))
+        count_b, delta, m2_b, bad = _batch_moments(k, x, labels, state)
+        _, mean, m2 = _chan(state.count.to(torch.float64), state.mean, state.m2, count_b, delta, m2_b)
+        return MomentState(state.count + count_b.to(torch.int64), mean, m2,
                            validation.invalid_flag(state.invalid, bad, labels))
 
     def merge(a, b):
-        ta = a.total if a.total.shape[1] else b.total.new_zeros(b.total.shape)
-        tb = b.total if b.total.shape[1] else a.total.new_zeros(a.total.shape)
-        return MomentState(a.count + b.count, ta + tb, a.sq + b.sq, validation.invalid_merge(a.invalid, b.invalid))
+        ma = a.mean if a.mean.shape[1] else b.mean.new_zeros(b.mean.shape)
+        mb = b.mean if b.mean.shape[1] else a.mean.new_zeros(a.mean.shape)
+        _, mean, m2 = _chan(a.count.to(torch.float64), ma, a.m2, b.count.to(torch.float64), mb - ma, b.m2)
+        return MomentState(a.count + b.count, mean, m2, validation.invalid_merge(a.invalid, b.invalid))
 
     def check(data, labels):
         check_points(name, data, labels)
@@ -129,12 +161,11 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
     def finish(s: MomentState):
         validation.invalid_report(name, f"labels in [0, {k})", s.invalid)
         counts = s.count.to(torch.float64)
-        present = counts > 0
-        within = (s.sq[present] - (s.total[present] ** 2).sum(1) / counts[present]).sum() if s.total.shape[1] else 0.0
-        return _ch_value(counts, s.total if s.total.shape[1] else torch.zeros(k, 1, dtype=torch.float64), within)
+        mean = s.mean if s.mean.shape[1] else torch.zeros(k, 1, dtype=torch.float64)
+        return _ch_value(counts, mean, s.m2.sum())
 
     fam = Family(name="cluster_moments", key=(k,), init=init, update=update, merge=merge, check=check,
-                 reductions=MomentState(count="sum", total=None, sq="sum", invalid=None))
+                 reductions=MomentState(count="sum", mean=None, m2=None, invalid=None))
     return fam.metric(name, finish, higher_is_better=True, bounds=(0.0, None))
 
 

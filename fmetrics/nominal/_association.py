@@ -50,8 +50,17 @@ def _empty(name: str, t: torch.Tensor) -> bool:
     return False
 
 
+def _one_observation(name: str, t: torch.Tensor) -> bool:
+    """Warns (and returns True) for a single observation: the bias correction divides by ``n - 1 = 0``."""
+    if float(t.sum()) < 2:
+        warnings.warn(f"{name}: the bias correction needs at least 2 observations, got 1; the value is NaN",
+                      UserWarning, stacklevel=4)
+        return True
+    return False
+
+
 def cramers_v(t: torch.Tensor, bias_correction: bool, name: str = "cramers_v") -> float:
-    if _empty(name, t):
+    if _empty(name, t) or (bias_correction and _one_observation(name, t)):
         return _NAN
     phi2, r, c, n = _phi2(t, bias_correction)
     if bias_correction:
@@ -68,7 +77,7 @@ def cramers_v(t: torch.Tensor, bias_correction: bool, name: str = "cramers_v") -
 
 
 def tschuprows_t(t: torch.Tensor, bias_correction: bool, name: str = "tschuprows_t") -> float:
-    if _empty(name, t):
+    if _empty(name, t) or (bias_correction and _one_observation(name, t)):
         return _NAN
     phi2, r, c, n = _phi2(t, bias_correction)
     if bias_correction:

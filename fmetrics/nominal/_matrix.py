@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.clustering._contingency import _dense_ids, _dense_table
+from fmetrics.clustering._contingency import _dense_ids, _dense_table, _off_grid
 from fmetrics.family import Family
 from fmetrics.state import cat_chunks
 
@@ -23,6 +23,7 @@ __all__ = ["matrix_family", "assemble"]
 
 class MatrixChunks(NamedTuple):
     rows: tuple  # chunks [n, V]
+    invalid: validation.Invalid  # infinite categories (deferred check)
 
 
 class PairTables(NamedTuple):
@@ -40,28 +41,48 @@ def matrix_family(name: str, nan_strategy: str, nan_replace_value, num_categorie
     replace = nan_strategy == "replace"
 
     def clean(m: torch.Tensor) -> torch.Tensor:
-        return torch.nan_to_num(m, nan=float(nan_replace_value)) if replace and m.is_floating_point() else m
+        """NaN replaced under "replace" (inf stays: it is rejected, not a category)."""
+        return torch.where(m.isnan(), float(nan_replace_value), m) if replace and m.is_floating_point() else m
+
+    def counted(m: torch.Tensor) -> torch.Tensor:
+        """Entries that count (NaN is left out under "drop")."""
+        return torch.ones_like(m, dtype=torch.bool) if replace or not m.is_floating_point() else ~m.isnan()
 
     if num_categories is None:
+        rule = "categories must be finite (no inf; NaN follows nan_strategy)"
+
         def update(state, matrix):
             _check(name, matrix)
             m = clean(matrix.detach())
             dtype = torch.float64 if m.is_floating_point() else torch.int64
-            return MatrixChunks((m.to(dtype, copy=True),))
+            bad = m.isinf() if m.is_floating_point() else torch.zeros(0, dtype=torch.bool, device=m.device)
+            return MatrixChunks((m.to(dtype, copy=True),), validation.invalid_flag(state.invalid, bad, m))
+
+        def merge(a, b):
+            return MatrixChunks(a.rows + b.rows, validation.invalid_merge(a.invalid, b.invalid))
+
+        def check(matrix):
+            _check(name, matrix)
+            if matrix.is_floating_point() and bool(matrix.isinf().any()):
+                raise ValueError(f"{name}: {rule}; found {validation.quote(matrix[matrix.isinf()])}")
 
         def shared(state):
+            validation.invalid_report(name, rule, state.invalid)
             m = cat_chunks(state.rows, torch.zeros(0, 0))
             if m.numel() == 0:
                 return []
             columns = [_column_ids(m[:, c]) for c in range(m.shape[1])]  # each column renumbered once
             return [(i, j, _pair_table(columns[i], columns[j])) for i, j in _pairs(m.shape[1])]
 
-        return Family(name="nominal_matrix", key=(nan_strategy, nan_replace_value), init=lambda: MatrixChunks(()),
-                      update=update, reductions=MatrixChunks(rows="cat"), shared=shared)
+        return Family(name="nominal_matrix", key=(nan_strategy, nan_replace_value),
+                      init=lambda: MatrixChunks((), validation.invalid_init()), update=update, merge=merge,
+                      check=check, reductions=MatrixChunks(rows="cat", invalid=None), shared=shared)
 
     if isinstance(num_categories, bool) or not isinstance(num_categories, int) or num_categories < 1:
         raise validation.fail(name, "num_categories", "a positive int or None", repr(num_categories))
     k = num_categories
+    range_rule = f"categories must be whole numbers in [0, {k}) (num_categories={k})"
+
     def init():
         return PairTables(torch.zeros(0, k, k, dtype=torch.int64), validation.invalid_init())
 
@@ -71,13 +92,11 @@ def matrix_family(name: str, nan_strategy: str, nan_replace_value, num_categorie
         v = m.shape[1]
         i, j = torch.triu_indices(v, v, 1, device=m.device)
         xi, xj = m[:, i], m[:, j]
-        bad = (xi < 0) | (xi >= k) | (xj < 0) | (xj >= k)
+        bad = _off_grid(xi, k) | _off_grid(xj, k)
         keep = None
-        if m.is_floating_point():
-            bad = bad | (xi != xi.floor()) | (xj != xj.floor())
-            if not replace:
-                keep = ~(xi.isnan() | xj.isnan())
-                bad = bad & keep
+        if m.is_floating_point() and not replace:
+            keep = ~(xi.isnan() | xj.isnan())
+            bad = bad & keep
         good = ~bad if keep is None else keep & ~bad
         zero = torch.zeros((), dtype=m.dtype, device=m.device)
         pair = torch.arange(i.numel(), device=m.device)[None, :] * (k * k)
@@ -85,21 +104,28 @@ def matrix_family(name: str, nan_strategy: str, nan_replace_value, num_categorie
         counts = state.counts if state.counts.shape[0] == i.numel() else state.counts.new_zeros(i.numel(), k, k)
         counts = counts.reshape(-1).index_add(0, flat.reshape(-1), good.reshape(-1).to(torch.int64))
         return PairTables(counts.reshape(-1, k, k), validation.invalid_flag(state.invalid, bad, torch.where(
-            (xi < 0) | (xi >= k), xi, xj)))
+            _off_grid(xi, k), xi, xj)))
 
     def merge(a, b):
         ca = a.counts if a.counts.shape[0] else b.counts.new_zeros(b.counts.shape)
         cb = b.counts if b.counts.shape[0] else a.counts.new_zeros(a.counts.shape)
         return PairTables(ca + cb, validation.invalid_merge(a.invalid, b.invalid))
 
+    def check(matrix):
+        _check(name, matrix)
+        m = clean(matrix)
+        bad = _off_grid(m, k) & counted(m)
+        if bool(bad.any()):
+            raise ValueError(f"{name}: {range_rule}; found {validation.quote(m[bad])}")
+
     def shared(state):
-        validation.invalid_report(name, f"categories in [0, {k})", state.invalid)
+        validation.invalid_report(name, range_rule, state.invalid)
         p = state.counts.shape[0]
         v = int(round((1 + (1 + 8 * p) ** 0.5) / 2)) if p else 0
         return [(i, j, _dense_table(state.counts[n])) for n, (i, j) in enumerate(_pairs(v))]
 
     return Family(name="nominal_matrix_tables", key=(k, nan_strategy, nan_replace_value), init=init,
-                  update=update, merge=merge, shared=shared,
+                  update=update, merge=merge, shared=shared, check=check,
                   reductions=PairTables(counts=None, invalid=None))
 
 

@@ -60,7 +60,8 @@ def _pair(name: str, value: Callable[[torch.Tensor], float], nan_strategy: str, 
           num_categories: Optional[int]) -> Metric:
     check_nan_options(name, nan_strategy, nan_replace_value)
     fam = contingency_family(name, num_categories, prepare(nan_strategy, nan_replace_value),
-                             key=("nominal", nan_strategy, nan_replace_value), allow_float=True)
+                             key=("nominal", nan_strategy, nan_replace_value), allow_float=True,
+                             arg="num_categories", what="categories")
     return fam.metric(name, lambda t: torch.tensor(value(t), dtype=torch.float64), higher_is_better=True,
                       bounds=(0.0, 1.0))
 
@@ -114,8 +115,8 @@ def cramers_v_matrix(*, bias_correction: bool = True, nan_strategy: NanStrategy 
         >>> fmetrics.cramers_v_matrix(bias_correction=False)(m)[0]  # column 1 copies column 0; column 2 is independent
         tensor([1., 1., 0.], dtype=torch.float64)
     """
-    return _matrix("cramers_v_matrix", lambda t: _association.cramers_v(t, bias_correction), nan_strategy,
-                   nan_replace_value, num_categories)
+    return _matrix("cramers_v_matrix", lambda t: _association.cramers_v(t, bias_correction, "cramers_v_matrix"),
+                   nan_strategy, nan_replace_value, num_categories)
 
 
 @factory
@@ -159,7 +160,8 @@ def tschuprows_t_matrix(*, bias_correction: bool = True, nan_strategy: NanStrate
         >>> fmetrics.tschuprows_t_matrix(bias_correction=False)(m)[0]
         tensor([1., 1., 0.], dtype=torch.float64)
     """
-    return _matrix("tschuprows_t_matrix", lambda t: _association.tschuprows_t(t, bias_correction), nan_strategy,
+    return _matrix("tschuprows_t_matrix",
+                   lambda t: _association.tschuprows_t(t, bias_correction, "tschuprows_t_matrix"), nan_strategy,
                    nan_replace_value, num_categories)
 
 
@@ -206,7 +208,8 @@ def pearsons_contingency_coefficient_matrix(*, nan_strategy: NanStrategy = "repl
         >>> fmetrics.pearsons_contingency_coefficient_matrix()(m)[0]  # sqrt(2/3) for a copied 3-category column
         tensor([1.0000, 0.8165, 0.0000], dtype=torch.float64)
     """
-    return _matrix("pearsons_contingency_coefficient_matrix", _association.pearson_c, nan_strategy,
+    return _matrix("pearsons_contingency_coefficient_matrix",
+                   lambda t: _association.pearson_c(t, "pearsons_contingency_coefficient_matrix"), nan_strategy,
                    nan_replace_value, num_categories)
 
 
@@ -250,5 +253,5 @@ def theils_u_matrix(*, nan_strategy: NanStrategy = "replace", nan_replace_value:
         >>> fmetrics.theils_u_matrix()(m)[0]
         tensor([1., 1., 0.], dtype=torch.float64)
     """
-    return _matrix("theils_u_matrix", _association.theils_u, nan_strategy, nan_replace_value, num_categories,
-                   symmetric=False)
+    return _matrix("theils_u_matrix", lambda t: _association.theils_u(t, "theils_u_matrix"), nan_strategy,
+                   nan_replace_value, num_categories, symmetric=False)

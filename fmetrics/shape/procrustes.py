@@ -26,6 +26,11 @@ __all__ = ["procrustes_disparity"]
 
 class CrossState(NamedTuple):
     cross: tuple  # float64 chunks [n, D, D]: X^T Y of each pair of normalized clouds
+    invalid: validation.Invalid  # pairs with a non-finite or single-point cloud (deferred check)
+
+
+RULE = ("point clouds must be finite and hold at least 2 distinct points (scipy.spatial.procrustes raises too); "
+        "the value quoted is the pair's index in its update")
 
 
 def cross_covariance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -44,17 +49,29 @@ def disparity_of(cross: torch.Tensor) -> torch.Tensor:
     return (1.0 - torch.linalg.svdvals(cross).sum(-1) ** 2).clamp(min=0.0)
 
 
+def flaws(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(non-finite, flat)`` bool ``[B]`` masks of ``[B, N, D]`` clouds: a NaN / inf entry, or every point
+    equal (exactly: the per-coordinate range is 0, so no centring round-off hides it)."""
+    extent = x.amax(1) - x.amin(1)
+    nonfinite = ~torch.isfinite(extent).all(1)
+    return nonfinite, ~nonfinite & (extent == 0).all(1)
+
+
 def _check(a, b) -> tuple[torch.Tensor, torch.Tensor]:
     name = "procrustes_disparity"
     for arg, x in (("point_cloud1", a), ("point_cloud2", b)):
-        if not isinstance(x, torch.Tensor) or x.dim() not in (2, 3) or not x.is_floating_point():
-            raise validation.fail(name, arg, "a float tensor (N, D) or (B, N, D)",
+        if not isinstance(x, torch.Tensor) or x.dim() not in (2, 3) or not x.is_floating_point() or x.shape[-2] < 2:
+            raise validation.fail(name, arg, "a float tensor (N, D) or (B, N, D) with N >= 2 points",
                                   tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__)
     if a.shape != b.shape:
         raise validation.fail(name, "point_cloud2", f"the shape of point_cloud1 {tuple(a.shape)}", tuple(b.shape))
     if a.dim() == 2:
         a, b = a[None], b[None]
     return a, b
+
+
+def _pairs(mask: torch.Tensor) -> str:
+    return f"pair {validation.quote(mask.nonzero()[:, 0])} of this update"
 
 
 @factory
@@ -85,12 +102,31 @@ def procrustes_disparity(*, reduction: Literal["mean", "sum", "none"] = "mean") 
 
     def update(state, point_cloud1, point_cloud2):
         a, b = _check(point_cloud1, point_cloud2)
-        return CrossState((cross_covariance(a.detach(), b.detach()),))
+        a, b = a.detach(), b.detach()
+        bad = torch.stack(flaws(a) + flaws(b)).any(0)
+        cross = torch.where(bad[:, None, None], 0.0, cross_covariance(a, b))  # a bad pair's NaN never reaches the SVD
+        pair = torch.arange(a.shape[0], device=a.device)
+        return CrossState((cross,), validation.invalid_flag(state.invalid, bad, pair))
+
+    def merge(x, y):
+        return CrossState(x.cross + y.cross, validation.invalid_merge(x.invalid, y.invalid))
+
+    def check(point_cloud1, point_cloud2):
+        a, b = _check(point_cloud1, point_cloud2)
+        for arg, x in (("point_cloud1", a), ("point_cloud2", b)):
+            nonfinite, flat = flaws(x)
+            if bool(nonfinite.any()):
+                raise ValueError(f"procrustes_disparity: {arg} must be finite; found "
+                                 f"{validation.quote(x[~torch.isfinite(x)])} in {_pairs(nonfinite)}")
+            if bool(flat.any()):
+                raise ValueError(f"procrustes_disparity: {arg} must hold at least 2 distinct points (scipy's "
+                                 f"procrustes raises too); all points are equal in {_pairs(flat)}")
 
     def disparities(s: CrossState) -> torch.Tensor:  # chunk by chunk: D may differ between updates
+        validation.invalid_report("procrustes_disparity", RULE, s.invalid)
         return torch.cat([disparity_of(m) for m in s.cross]) if s.cross else torch.zeros(0, dtype=torch.float64)
 
     finish = {"none": lambda d: d, "sum": torch.sum, "mean": torch.mean}[reduction]
-    fam = Family(name="procrustes", key=(), init=lambda: CrossState(()), update=update,
-                 reductions=CrossState(cross="cat"), shared=disparities)
+    fam = Family(name="procrustes", key=(), init=lambda: CrossState((), validation.invalid_init()), update=update,
+                 merge=merge, check=check, reductions=CrossState(cross="cat", invalid=None), shared=disparities)
     return fam.metric("procrustes_disparity", finish, higher_is_better=False, bounds=(0.0, 1.0))
