@@ -6,11 +6,12 @@ from typing import Callable, Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
+from fmetrics.detection import _inputs
 from fmetrics.detection._boxes import (BOX_FORMATS, box_iou, complete_box_iou, distance_box_iou,
                                        generalized_box_iou, to_xyxy)
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.state import cat_chunks
 
 __all__ = ["intersection_over_union", "generalized_intersection_over_union", "distance_intersection_over_union",
            "complete_intersection_over_union"]
@@ -19,17 +20,22 @@ __all__ = ["intersection_over_union", "generalized_intersection_over_union", "di
 class PairState(NamedTuple):
     """Every (detection, ground truth) pair's overlap, whether it counts, and its ground-truth label."""
 
+    invalid: tuple  # one validation.Invalid per rule of _inputs.BOX_RULES (deferred checks)
     values: tuple  # float64 [pairs]
     valid: tuple  # bool [pairs]
     column_label: tuple  # int64 [pairs]: the pair's ground-truth label (-1: no ground truth column)
     labels: tuple  # int64: every label seen (detections and ground truths)
 
 
-TAGS = PairState("cat", "cat", "cat", "cat")
+TAGS = PairState(None, "cat", "cat", "cat", "cat")
 
 
 def _init() -> PairState:
-    return PairState((), (), (), ())
+    return PairState(_inputs.invalid_init(_inputs.BOX_RULES), (), (), (), ())
+
+
+def _merge(a: PairState, b: PairState) -> PairState:
+    return PairState(_inputs.invalid_merge(a.invalid, b.invalid), *(tuple(x) + tuple(y) for x, y in zip(a[1:], b[1:])))
 
 
 def _make(kind: str, pair_fn: Callable, lower: float, box_format: str, iou_threshold: Optional[float],
@@ -47,14 +53,10 @@ def _make(kind: str, pair_fn: Callable, lower: float, box_format: str, iou_thres
     def update(state: PairState, preds, target) -> PairState:
         if not isinstance(preds, (list, tuple)) or not isinstance(target, (list, tuple)) or len(preds) != len(target):
             raise validation.fail(name, "preds, target", "two lists of dicts of equal length (one per image)")
-        vals, valid, cols, labels = [], [], [], []
+        vals, valid, cols, labels, raw = [], [], [], [], []
         for i, (p, t) in enumerate(zip(preds, target)):
-            for d, what in ((p, "preds"), (t, "target")):
-                if not isinstance(d, dict) or "boxes" not in d or "labels" not in d:
-                    raise validation.fail(name, f"{what}[{i}]", "a dict with 'boxes' and 'labels'")
-            db = _boxes(p["boxes"], box_format)
-            gb = _boxes(t["boxes"], box_format)
-            pl, tl = p["labels"].reshape(-1).to(torch.int64), t["labels"].reshape(-1).to(torch.int64)
+            db, pl = _image(name, p, f"preds[{i}]", box_format, state, raw)
+            gb, tl = _image(name, t, f"target[{i}]", box_format, state, raw)
             n, m = db.shape[0], gb.shape[0]
             dev = db.device
             if n == 0 or m == 0:  # torchmetrics: a square of zeros, one row per box of the non-empty side
@@ -76,11 +78,21 @@ def _make(kind: str, pair_fn: Callable, lower: float, box_format: str, iou_thres
             cols.append(col.reshape(-1))
             labels.extend([tl, pl])
         if not vals:
-            return _init()
-        return PairState((torch.cat(vals),), (torch.cat(valid),), (torch.cat(cols).clone(),), (torch.cat(labels),))
+            return state
+        boxes = torch.cat([b for b, _ in raw])
+        if _inputs.eager((boxes,)):
+            if bool(_inputs.faulty(boxes, box_format)):
+                for b, arg in raw:
+                    _inputs.check_boxes(name, arg, b, box_format)
+            invalid = _inputs.tick(state.invalid)
+        else:
+            invalid = _inputs.flag_boxes(state.invalid, boxes, box_format)
+        return PairState(invalid, (torch.cat(vals),), (torch.cat(valid),), (torch.cat(cols).clone(),),
+                         (torch.cat(labels),))
 
     def finalize(state: PairState) -> dict:
-        dev = next((c[0].device for c in state if c), torch.device("cpu"))
+        _inputs.report(name, _inputs.BOX_RULES, state.invalid)
+        dev = state.invalid[0].count.device
         v = cat_chunks(state.values, torch.zeros(0, dtype=torch.float64, device=dev))
         ok = cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool, device=dev))
         col = cat_chunks(state.column_label, torch.zeros(0, dtype=torch.int64, device=dev))
@@ -95,15 +107,29 @@ def _make(kind: str, pair_fn: Callable, lower: float, box_format: str, iou_thres
                 out[f"{kind}/cl_{c}"] = torch.where(k > 0, torch.where(sel, v, zero).sum() / k.clamp(min=1), zero)
         return out
 
-    return Metric(init=_init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
+    return Metric(init=_init, update=update, merge=_merge, finalize=finalize, name=name,
                   state_key=(kind, box_format, iou_threshold, respect_labels), reductions=TAGS,
                   higher_is_better=True, is_differentiable=False, bounds=(lower, 1.0))
 
 
-def _boxes(b: torch.Tensor, fmt: str) -> torch.Tensor:
-    b = b.detach()
+def _image(name: str, d, what: str, fmt: str, state: PairState, raw: list):
+    """One image's ``(float64 xyxy boxes [n, 4], int64 labels [n])``; ``(boxes as given, argument name)``
+    appended to ``raw``."""
+    if not isinstance(d, dict) or "boxes" not in d or "labels" not in d:
+        raise validation.fail(name, what, "a dict with 'boxes' and 'labels'")
+    labels = d["labels"]
+    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex():
+        raise validation.fail(name, f"{what}['labels']", "an integer tensor", getattr(labels, "dtype", labels))
+    _inputs.check_device(name, state.invalid[0].count.device,
+                         (v for v in d.values() if isinstance(v, torch.Tensor)))
+    b = _inputs.as_boxes(name, f"{what}['boxes']", d["boxes"], labels.device).detach()
     b = b.reshape(0, 4) if b.numel() == 0 else b
-    return to_xyxy(b.to(torch.float64), fmt)
+    labels = labels.reshape(-1)
+    if b.dim() != 2 or b.shape[1] != 4 or b.shape[0] != labels.shape[0]:
+        raise validation.fail(name, f"{what}['boxes']", f"shape [n, 4] with n = {labels.shape[0]} labels",
+                              f"shape {tuple(b.shape)}")
+    raw.append((b, f"{what}['boxes']"))
+    return to_xyxy(b.to(torch.float64), fmt), labels.to(torch.int64)
 
 
 _DOC_ARGS = """

@@ -7,21 +7,23 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-from fmetrics.detection import _coco
+from fmetrics.detection import _coco, _inputs
 from fmetrics.detection._boxes import BOX_FORMATS, to_xywh
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.state import cat_chunks, merge_fields
+from fmetrics.state import cat_chunks
 
 __all__ = ["mean_average_precision"]
 
 _NAME = "mean_average_precision"
 _STATS = ("map", "map_50", "map_75", "map_small", "map_medium", "map_large")
+RULES = (*_inputs.BOX_RULES, "scores must not be NaN", "target area must be finite (no NaN or inf)")
 
 
 class DetectionState(NamedTuple):
-    """Per-object tensors of every image seen, as chunks (one chunk per `update`)."""
+    """Per-object tensors of every image seen, as chunks (one chunk per `update`), and the bad-input records."""
 
+    invalid: tuple  # one validation.Invalid per rule of RULES (deferred checks; first: the state's device)
     det_boxes: tuple  # float64 [n, 4], xywh
     det_scores: tuple  # float64 [n]
     det_labels: tuple  # int64 [n]
@@ -36,11 +38,17 @@ class DetectionState(NamedTuple):
     image_hw: tuple  # int64 [images, 2]: mask height and width (0, 0 without masks)
 
 
-TAGS = DetectionState(*("cat",) * len(DetectionState._fields))
+TAGS = DetectionState(None, *("cat",) * (len(DetectionState._fields) - 1))
 
 
 def _init() -> DetectionState:
-    return DetectionState(*((),) * len(DetectionState._fields))
+    return DetectionState(_inputs.invalid_init(RULES), *((),) * (len(DetectionState._fields) - 1))
+
+
+def _merge(a: DetectionState, b: DetectionState) -> DetectionState:
+    """Chunks joined, bad-input records merged."""
+    return DetectionState(_inputs.invalid_merge(a.invalid, b.invalid),
+                          *(tuple(x) + tuple(y) for x, y in zip(a[1:], b[1:])))
 
 
 def _default(values, default):
@@ -140,7 +148,7 @@ def mean_average_precision(
     def finalize(state: DetectionState) -> dict:
         return _finalize(state, types, iou_thr, rec_thr, max_dets, class_metrics, extended_summary, average)
 
-    return Metric(init=_init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=_NAME,
+    return Metric(init=_init, update=update, merge=_merge, finalize=finalize, name=_NAME,
                   state_key=("detection", box_format, types), reductions=TAGS, higher_is_better=True,
                   is_differentiable=False, bounds=(-1.0, 1.0))
 
@@ -165,11 +173,14 @@ def _check_rows(x, n, what, key, i, dims=1):
                               f"shape {tuple(x.shape)}")
 
 
-def _boxes(x, n, what, i, box_format):
+def _boxes(x, n, what, i, box_format, device, raw: list):
+    """``x`` checked as ``[n, 4]`` (appended to ``raw`` as given) and converted to float64 xywh."""
+    x = _inputs.as_boxes(_NAME, f"{what}[{i}]['boxes']", x, device)
     x = x.reshape(0, 4) if x.numel() == 0 and x.dim() == 1 else x
     _check_rows(x, n, what, "boxes", i, 2)
     if x.shape[-1] != 4:
         raise validation.fail(_NAME, f"{what}[{i}]['boxes']", "shape [n, 4]", f"shape {tuple(x.shape)}")
+    raw.append(x)
     if not x.is_floating_point():
         x = x.double()
     return to_xywh(x.detach(), box_format).to(torch.float64)
@@ -180,6 +191,10 @@ def _ints_on(values: list, device: torch.device) -> torch.Tensor:
     return torch.stack([torch.full((), v, dtype=torch.int64, device=device) for v in values])
 
 
+def _tensors(*dicts):
+    return (v for d in dicts for v in d.values() if isinstance(v, torch.Tensor))
+
+
 def _update(state: DetectionState, preds, target, box_format: str, types: tuple) -> DetectionState:
     if not isinstance(preds, (list, tuple)) or not isinstance(target, (list, tuple)):
         raise validation.fail(_NAME, "preds, target", "lists of dicts (one per image)",
@@ -188,11 +203,13 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
         raise validation.fail(_NAME, "preds, target", "lists of equal length", f"{len(preds)} and {len(target)}")
     bbox, segm = "bbox" in types, "segm" in types
     out = {f: [] for f in DetectionState._fields}
-    det_n, gt_n, hw = [], [], []
+    det_n, gt_n, hw, raw = [], [], [], []
     device = None
     for i, (p, t) in enumerate(zip(preds, target)):
         labels = _get(p, "labels", i, "preds")
         scores = _get(p, "scores", i, "preds")
+        _get(t, "labels", i, "target")
+        _inputs.check_device(_NAME, state.invalid[0].count.device, _tensors(p, t))
         if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex():
             raise validation.fail(_NAME, f"preds[{i}]['labels']", "an integer tensor", getattr(labels, "dtype", labels))
         n = labels.reshape(-1).shape[0]
@@ -200,7 +217,7 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
         _check_rows(scores.reshape(-1) if isinstance(scores, torch.Tensor) else scores, n, "preds", "scores", i)
         out["det_labels"].append(labels.reshape(-1).to(torch.int64, copy=True))
         out["det_scores"].append(scores.detach().reshape(-1).to(torch.float64, copy=True))
-        glabels = _get(t, "labels", i, "target")
+        glabels = t["labels"]
         if not isinstance(glabels, torch.Tensor) or glabels.is_floating_point() or glabels.is_complex():
             raise validation.fail(_NAME, f"target[{i}]['labels']", "an integer tensor",
                                   getattr(glabels, "dtype", glabels))
@@ -209,8 +226,8 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
         det_n.append(n)
         gt_n.append(m)
         if bbox:
-            out["det_boxes"].append(_boxes(_get(p, "boxes", i, "preds"), n, "preds", i, box_format))
-            out["gt_boxes"].append(_boxes(_get(t, "boxes", i, "target"), m, "target", i, box_format))
+            out["det_boxes"].append(_boxes(_get(p, "boxes", i, "preds"), n, "preds", i, box_format, device, raw))
+            out["gt_boxes"].append(_boxes(_get(t, "boxes", i, "target"), m, "target", i, box_format, device, raw))
         crowd = t.get("iscrowd")
         crowd = torch.zeros(m, dtype=torch.bool, device=device) if crowd is None else crowd.reshape(-1).to(torch.bool)
         _check_rows(crowd, m, "target", "iscrowd", i)
@@ -233,12 +250,46 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
             out["det_masks"].append(pm.detach().reshape(-1).to(torch.bool, copy=True))
             out["gt_masks"].append(tm.detach().reshape(-1).to(torch.bool, copy=True))
     if device is None:  # no image in this batch
-        return _init()
+        return state
     out["det_counts"] = [_ints_on(det_n, device)]
     out["gt_counts"] = [_ints_on(gt_n, device)]
     if segm:
         out["image_hw"] = [_ints_on([v for shape in hw for v in shape], device).reshape(-1, 2)]
-    return DetectionState(*(tuple([torch.cat(v)]) if v else () for v in (out[f] for f in DetectionState._fields)))
+    chunks = [(torch.cat(out[f]),) if out[f] else () for f in DetectionState._fields[1:]]
+    new = DetectionState(state.invalid, *chunks)
+    boxes = torch.cat(raw).detach() if raw else torch.zeros((0, 4), dtype=torch.float64, device=device)
+    scores, area = torch.cat(out["det_scores"]), torch.cat(out["gt_area"])
+    if _inputs.eager((boxes, scores, area)):
+        if _faulty(boxes, scores, area, box_format):
+            _raise_first(preds, target, box_format, bbox)
+        return new._replace(invalid=_inputs.tick(state.invalid))
+    inv = state.invalid
+    inv = (*_inputs.flag_boxes(inv[:2], boxes, box_format),
+           validation.invalid_flag(inv[2], torch.isnan(scores), scores),
+           validation.invalid_flag(inv[3], ~torch.isfinite(area), area))
+    return new._replace(invalid=inv)
+
+
+def _faulty(boxes, scores, area, box_format) -> bool:
+    """Whether a value rule is broken in the batch (one host read: eager CPU only)."""
+    return bool(_inputs.faulty(boxes, box_format) | torch.isnan(scores).any() | (~torch.isfinite(area)).any())
+
+
+def _raise_first(preds, target, box_format, bbox) -> None:
+    """Raises quoting the first image's offending entries (eager CPU; the batch broke a rule)."""
+    for i, (p, t) in enumerate(zip(preds, target)):
+        if bbox:
+            for d, what in ((p, "preds"), (t, "target")):
+                arg = f"{what}[{i}]['boxes']"
+                _inputs.check_boxes(_NAME, arg, _inputs.as_boxes(_NAME, arg, d["boxes"], None), box_format)
+        scores = p["scores"].reshape(-1)
+        if torch.isnan(scores).any():
+            raise validation.fail(_NAME, f"preds[{i}]['scores']", "scores that are not NaN",
+                                  validation.quote(scores[torch.isnan(scores)]))
+        area = t.get("area")
+        if area is not None and not torch.isfinite(area).all():
+            raise validation.fail(_NAME, f"target[{i}]['area']", "finite areas (no NaN or inf)",
+                                  validation.quote(area[~torch.isfinite(area)]))
 
 
 # ------------------------------------------------------------------ finalize
@@ -287,7 +338,8 @@ def _per_mask_sums(flat, counts, hwp):
 
 
 def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metrics, extended, average) -> dict:
-    dev = next((c[0].device for c in s if c), torch.device("cpu"))
+    _inputs.report(_NAME, RULES, s.invalid)
+    dev = s.invalid[0].count.device
     f64, i64 = torch.float64, torch.int64
     e = lambda *shape, dtype=f64: torch.zeros(shape, dtype=dtype, device=dev)  # noqa: E731
     det_counts = cat_chunks(s.det_counts, e(0, dtype=i64))
