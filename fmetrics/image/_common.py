@@ -114,16 +114,21 @@ def clamp_range(x: torch.Tensor, data_range) -> torch.Tensor:
 def range_value(data_range, preds: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """The data range as a tensor broadcasting against per-image values: given, or inferred per image.
 
-    Inferred: ``max(preds.max - preds.min, target.max - target.min)`` over each image.
+    Inferred: ``max(preds.max - preds.min, target.max - target.min)`` over each image (torchmetrics' rule,
+    per image instead of per batch); when both images are constant, the gap between them
+    ``|preds - target|``; when they are one and the same constant, 1 (any range gives SSIM 1 there).
+    So a constant pair is scored instead of giving 0 / 0, e.g. ``p = t = 0`` scores 1.
     """
     if data_range is not None:  # a fill on the device, not a host-to-device copy
         return preds.new_full((), data_range[1] - data_range[0] if isinstance(data_range, tuple) else data_range)
     dims = tuple(range(1, preds.dim()))
     if preds.shape[0] == 0 or preds[0].numel() == 0:
         return torch.zeros(preds.shape[0], dtype=preds.dtype, device=preds.device)
-    rp = torch.amax(preds, dim=dims) - torch.amin(preds, dim=dims)
-    rt = torch.amax(target, dim=dims) - torch.amin(target, dim=dims)
-    return torch.maximum(rp, rt)
+    p_hi, p_lo = torch.amax(preds, dim=dims), torch.amin(preds, dim=dims)
+    t_hi, t_lo = torch.amax(target, dim=dims), torch.amin(target, dim=dims)
+    span = torch.maximum(p_hi - p_lo, t_hi - t_lo)
+    span = torch.where(span > 0, span, torch.maximum(p_hi, t_hi) - torch.minimum(p_lo, t_lo))
+    return torch.where(span > 0, span, 1.0)
 
 
 # ------------------------------------------------------------------ per-image score state

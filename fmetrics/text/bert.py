@@ -21,6 +21,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.metric import Metric
+from fmetrics.networks import evaluating
 from fmetrics.recipe import factory
 from fmetrics.state import cat_chunks
 from fmetrics.text._common import pair_lists
@@ -171,11 +172,11 @@ def bert_score(*, model: torch.nn.Module, tokenizer: Any, num_layers: Optional[i
         hyps, refs = pair_lists(name, preds, target)
         if not hyps:  # an empty batch adds no chunk
             return BertScoreState((), (), (), (), (), (), s.doc_freq.clone(), s.docs.clone())
-        model.eval()
         device = next(model.parameters()).device if any(True for _ in model.parameters()) else "cpu"
         args = (max_length, batch_size, num_layers, all_layers, device)
-        H = _embed(model, tokenizer, hyps, *args)
-        R = _embed(model, tokenizer, refs, *args)
+        with evaluating(model):  # eval mode for the call; the user's flags are restored after it
+            H = _embed(model, tokenizer, hyps, *args)
+            R = _embed(model, tokenizer, refs, *args)
         hs, rs = [], []
         for (h, _), (r, _) in zip(H, R):
             sim = torch.einsum("ild,jld->lij", h.double(), r.double())  # (layers, hyp tokens, ref tokens)
