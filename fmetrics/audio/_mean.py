@@ -111,7 +111,7 @@ def finite_check(name: str):
     def check(*inputs, **kwargs):
         for arg, x in zip(("preds", "target"), inputs):
             if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
-                x = _real(x)
+                x = _real(x.detach())
                 if not math.isfinite(float(x.sum())):
                     bad = x[~torch.isfinite(x)]
                     if bad.numel():
