@@ -1,6 +1,6 @@
 """``--plot``: a PNG bar chart of the peer/fmetrics time ratios (log scale).
 
-matplotlib is an optional extra (``pip install 'fmetrics[plot]'``); it is
+matplotlib is optional (``pip install matplotlib``); it is
 imported only when a plot is asked for.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ def unavailable() -> Optional[str]:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "matplotlib is not installed; install it with `pip install matplotlib` (or `pip install 'fmetrics[plot]'`)"
+        return "matplotlib is not installed; install it with `pip install matplotlib`"
     return None
 
 

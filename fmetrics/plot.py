@@ -16,7 +16,7 @@ What torchmetrics' ``Metric.plot`` draws, for functional users (and for
 * a confusion matrix: the counts as an annotated image (multilabel: one
   2x2 matrix per label).
 
-matplotlib is imported when a plot is drawn (``pip install 'fmetrics[plot]'``).
+matplotlib is imported when a plot is drawn (``pip install matplotlib``).
 The module is callable, so ``fmetrics.plot(metric, value)`` and
 ``from fmetrics.plot import plot`` are the same function.
 
@@ -240,7 +240,8 @@ def _pyplot():
     try:
         import matplotlib
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("fmetrics.plot needs matplotlib: pip install 'fmetrics[plot]'") from None
+        raise ModuleNotFoundError("fmetrics.plot needs matplotlib: pip install matplotlib (in a checkout of this "
+                                  "repository: pip install -e '.[plot]')") from None
     import matplotlib.pyplot as plt
 
     return plt

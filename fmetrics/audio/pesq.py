@@ -18,8 +18,8 @@ def _backend():
     try:
         import pesq
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("perceptual_evaluation_speech_quality needs pesq: "
-                                  "pip install 'fmetrics[audio]'") from None
+        raise ModuleNotFoundError("perceptual_evaluation_speech_quality needs pesq: pip install pesq (in a "
+                                  "checkout of this repository: pip install -e '.[audio]')") from None
     return pesq
 
 
@@ -55,7 +55,7 @@ def perceptual_evaluation_speech_quality(*, fs: Literal[8000, 16000], mode: Lite
       A float64 0-d tensor (or the per-example values).
 
     Raises:
-      ModuleNotFoundError: without the ``pesq`` package (``pip install 'fmetrics[audio]'``).
+      ModuleNotFoundError: without the ``pesq`` package (``pip install pesq``).
       ValueError: from ``update`` when ``pesq`` cannot score an example (e.g.
         no utterance detected in silence), naming the example; for a
         zero-length signal; for NaN / inf per ``nan_strategy``.

@@ -4,7 +4,7 @@ These are host-input metrics (DESIGN §2.5): `update` tokenizes and aligns the
 strings and keeps only int64 / float64 counts in the state, which merge by
 addition, so distributed results are exact. Edit distances and alignments run
 in rapidfuzz and n-grams are counted with array operations; sacrebleu
-provides the sacreBLEU / TER tokenizers: ``pip install 'fmetrics[text]'``.
+provides the sacreBLEU / TER tokenizers: ``pip install rapidfuzz sacrebleu nltk``.
 """
 from fmetrics.text.asr import (char_error_rate, match_error_rate, word_error_rate, word_information_lost,
                                word_information_preserved)

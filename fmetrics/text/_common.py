@@ -24,8 +24,8 @@ def require(metric: str, module: str, package: str | None = None, purpose: str =
     """Imports an optional module or raises naming the metric and what to install.
 
     ``package``: the distributions that bring ``module``, space-separated (default: its top-level name);
-    ``extra``: the checkout's extra that has them, if one has. The hint names the packages themselves:
-    ``pip install 'fmetrics[text]'`` outside the checkout would fetch an unrelated package of that name.
+    ``extra``: the checkout's extra that has them, if one has. The hint names the packages themselves: outside
+    the checkout an extra of ``fmetrics`` would come from an unrelated package of that name (README, "Install").
     Example: ``bleu_score needs sacrebleu: pip install sacrebleu (in a checkout of this repository:
     pip install -e '.[text]')``.
     """
