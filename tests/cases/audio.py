@@ -107,6 +107,35 @@ CASES = [
 ]
 
 
+# ---------------------------------------------------------------- NaN / inf left out (nan_strategy="warn" / "ignore")
+
+def _nonfinite(batches):
+    """``batches`` with a NaN in preds (batch 0, example 1) and an inf in target (batch 2, example 4)."""
+    def spoiled(seed):
+        out = [(p.clone(), t.clone()) for p, t in batches(seed)]
+        out[0][0][1].view(-1)[3] = float("nan")
+        out[2][1][4].view(-1)[7] = float("inf")
+        return out
+    return spoiled
+
+
+def _finite_examples(ref, dims=1):
+    """``ref`` over the examples (leading axes but the last ``dims``) with no NaN / inf entry."""
+    def finite_ref(p, t):
+        keep = (torch.isfinite(p) & torch.isfinite(t)).flatten(p.dim() - dims).all(-1)
+        return ref(p[keep], t[keep])
+    return finite_ref
+
+
+CASES += [
+    Case("scale_invariant_signal_distortion_ratio-nan-warn", fm.scale_invariant_signal_distortion_ratio,
+         {"nan_strategy": "warn"}, _nonfinite(_signals), _finite_examples(_si_sdr_ref()), check=TOL),
+    Case("source_aggregated_signal_distortion_ratio-nan-ignore", fm.source_aggregated_signal_distortion_ratio,
+         {"nan_strategy": "ignore"}, _nonfinite(lambda s: _signals(s, shape=(2,), dtype=torch.float64)),
+         _finite_examples(_sa_sdr_ref(), dims=2)),
+]
+
+
 # ---------------------------------------------------------------- SDR (oracle: a dense float64 solve of the
 # Toeplitz normal equations written here; fast-bss-eval / mir_eval parity in tests/test_audio_parity.py)
 
@@ -178,6 +207,9 @@ CASES += [
     Case("permutation_invariant_training-snr-min-2spk", fm.permutation_invariant_training,
          {"metric": fm.signal_noise_ratio(), "eval_func": "min"}, _speakers(2, torch.float64),
          _pit_ref(_snr_ref(), "min")),
+    Case("permutation_invariant_training-snr-nan-ignore", fm.permutation_invariant_training,
+         {"metric": fm.signal_noise_ratio(), "nan_strategy": "ignore"}, _nonfinite(_speakers(2, torch.float64)),
+         _finite_examples(_pit_ref(_snr_ref()), dims=2)),
     Case("permutation_invariant_training-sa_sdr-permutation-wise", fm.permutation_invariant_training,
          {"metric": fm.source_aggregated_signal_distortion_ratio(), "mode": "permutation-wise"}, _speakers(3),
          _pit_ref(_sa_sdr_ref(), mode="permutation-wise"), check=TOL),
