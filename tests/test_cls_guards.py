@@ -1,4 +1,6 @@
 """Counting classification metrics: bad input, value checks at finalize, inputs as users pass them, edge cases."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -269,14 +271,16 @@ def test_batch_entirely_ignore_index_changes_nothing():
         torch.testing.assert_close(m.finalize(s2), m.finalize(s))
     m = fm.binary_recall(ignore_index=255)
     s = m.update(m.init(), torch.rand(5), torch.full((5,), 255))
-    assert float(m.finalize(s)) == 0.0 and int(s.counts.sum()) == 0
+    with pytest.warns(UserWarning, match="no samples were seen"):  # every entry ignored: the empty-input rule
+        assert math.isnan(float(m.finalize(s))) and int(s.counts.sum()) == 0
 
 
 def test_empty_batch_and_no_data():
     m = fm.multiclass_accuracy(num_classes=3)
     s = m.update(m.init(), torch.zeros(0, 3), torch.zeros(0, dtype=torch.long))
     assert int(s.counts.sum()) == 0
-    assert float(m.finalize(s)) == 0.0
+    with pytest.warns(UserWarning, match="no samples were seen"):
+        assert math.isnan(float(m.finalize(s)))
     sw = fm.binary_accuracy(multidim_average="samplewise")
     assert sw.finalize(sw.init()).shape == (0,)
 

@@ -139,6 +139,16 @@ def _multiclass_scores(preds: torch.Tensor, target: torch.Tensor) -> bool:
             and preds.shape[2:] == target.shape[1:-1] and preds.shape != target.shape))
 
 
+def _layout_ok(task: str, preds: torch.Tensor, target: torch.Tensor) -> bool:
+    """Whether the shapes (and, for multiclass labels, the dtype) are ones `update` accepts."""
+    if task == "multiclass" and _multiclass_scores(preds, target):
+        return True
+    if task == "multilabel":
+        return preds.dim() >= 2 and preds.shape == target.shape
+    preds, target = _squeeze_pair(preds, target)
+    return preds.shape == target.shape and (task != "multiclass" or not preds.is_floating_point())
+
+
 def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = None, nan_in_update: bool = False):
     """The eager value check ``check(preds, target, *rest)`` of a metric (see `fmetrics.validation`).
 
@@ -156,8 +166,8 @@ def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = No
     def check(preds, target=None, *rest):
         if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
             return  # update raises the type error
-        if preds.is_complex() or target.is_complex():
-            return
+        if preds.is_complex() or target.is_complex() or not _layout_ok(task, preds, target):
+            return  # update raises the shape / dtype error, which says more than a value would
         _quote_labels(name, "target", target, num, ignore_index)
         scores = preds.is_floating_point() if task != "multiclass" else _multiclass_scores(preds, target)
         if scores:
@@ -362,10 +372,12 @@ def multilabel_inputs(name: str, preds, target, num_labels: int, ignore_index: O
                       samplewise: bool = False, validate: bool = True, zero_dropped: bool = True) -> Formatted:
     """Multilabel inputs as ``(N, L, M)``: see the module docstring (``zero_dropped``: see `_binary_like`)."""
     preds, target = _as_tensor(name, "preds", preds), _as_tensor(name, "target", target)
+    for arg, x in (("preds", preds), ("target", target)):
+        if x.dim() < 2 or x.shape[1] != num_labels:
+            raise validation.fail(name, arg, f"shape (N, num_labels={num_labels}, ...): one 0/1 column per label",
+                                  f"shape {tuple(x.shape)}")
     if preds.shape != target.shape:
         raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
-    if preds.dim() < 2 or preds.shape[1] != num_labels:
-        raise validation.fail(name, "preds", f"shape (N, num_labels={num_labels}, ...)", tuple(preds.shape))
     if samplewise:
         _samplewise_ndim(name, preds, 3, "(N, L, ...)")
     return _binary_like(_flat(preds, 2), _flat(target, 2), ignore_index, validate, zero_dropped)
@@ -407,6 +419,10 @@ def multiclass_inputs(name: str, preds, target, num_classes: int, ignore_index: 
         if preds.shape != target.shape:
             raise validation.fail(name, "preds", f"labels of target's shape {tuple(target.shape)} "
                                   "or float scores (N, C, ...)", f"{tuple(preds.shape)} {preds.dtype}")
+        if preds.is_floating_point():  # probabilities of one class are not labels: truncating them is wrong
+            raise validation.fail(name, "preds", f"float scores (N, C={num_classes}, ...) or integer labels of "
+                                  f"target's shape {tuple(target.shape)}",
+                                  f"{preds.dtype} of shape {tuple(preds.shape)} (float values are not labels)")
     if samplewise:
         _samplewise_ndim(name, target, 2, "(N, ...) in target")
     target = _flat(target, 1)

@@ -12,7 +12,8 @@ from typing import Literal, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification.confusion_matrix import confmat_member
+from fmetrics.classification import _empty
+from fmetrics.classification.confusion_matrix import confmat_member, no_samples
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task
 from fmetrics.metric import Metric
@@ -37,7 +38,7 @@ def _kappa(name: str, weights):
         w = {"none": (diff != 0).to(cm.dtype), "linear": diff.abs(), "quadratic": diff * diff}[how]
         return 1 - (w * cm).sum() / (w * expected).sum()
 
-    return value
+    return _empty.guard(name, no_samples, value)
 
 
 @factory

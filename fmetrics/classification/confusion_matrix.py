@@ -14,7 +14,7 @@ from typing import Callable, Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._reduce import Counts
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import Task, check_task, stat_scores_family, value_rule
@@ -93,13 +93,17 @@ def _normalizer(name: str, normalize):
     how = validation.check_policy(name, "normalize", "none" if normalize is None else normalize, NORMALIZE)
 
     def value(confmat: torch.Tensor):
-        if how == "none":
-            return confmat
         confmat = confmat.to(accum_dtype(confmat.device))
         dims = {"true": (-1,), "pred": (-2,), "all": (-2, -1)}[how]
         return torch.nan_to_num(confmat / confmat.sum(dims, keepdim=True), nan=0.0)
 
-    return value
+    # counts are defined on no data (zeros); their fractions are not (NaN, `_empty`)
+    return (lambda confmat: confmat) if how == "none" else _empty.guard(name, no_samples, value)
+
+
+def no_samples(confmat: torch.Tensor) -> bool:
+    """A confusion matrix (``(2, 2)``, ``(C, C)`` or ``(L, 2, 2)``) of a stream in which no entry counted."""
+    return not bool(confmat.any())
 
 
 @factory

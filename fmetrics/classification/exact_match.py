@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import MultidimAverage, Task, check_task, positive, value_rule
 from fmetrics.metric import Metric
@@ -68,6 +68,9 @@ def _exact_match(name, task, num, threshold, multidim_average, ignore_index, val
             counts = cat_chunks(counts, torch.zeros(0, 2, dtype=torch.int64, device=state.invalid.count.device))
         counts = counts.to(accum_dtype(counts.device))
         num_, den = counts[..., 0], counts[..., 1]
+        if not samplewise and not bool(den):  # no samples: undefined (`_empty`); samplewise: an empty tensor
+            _empty.warn(name)
+            return torch.full_like(den, float("nan"))
         return torch.where(den != 0, num_ / den.clamp_min(1), 0.0)
 
     tags = ExactMatchState(counts="cat" if samplewise else "sum", invalid=None)

@@ -18,7 +18,7 @@ from typing import Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._reduce import divide
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import binary_counts, counting, positive
@@ -104,7 +104,9 @@ def _group_metric(name: str, num_groups, threshold, ignore_index, validate_args,
         _format.report(name, state.invalid)
         validation.invalid_report(name, _GROUP_RULE, state.bad_groups)
         tt, pp, tp, n = state.counts.to(accum_dtype(state.counts.device)).unbind(-1)
-        return value(torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], -1), name)  # tp, fp, tn, fn
+        return finish(torch.stack([tp, pp - tp, n - pp - tt + tp, tt - tp], -1))  # tp, fp, tn, fn
+
+    finish = _empty.guard(name, lambda counts: not bool(counts.any()), lambda counts: value(counts, name))
 
     tags = GroupStatState(counts="sum", invalid=None, bad_groups=None)
     key = (num_groups, threshold, ignore_index, validate, with_target)

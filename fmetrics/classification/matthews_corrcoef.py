@@ -13,7 +13,8 @@ from typing import Optional
 
 import torch
 
-from fmetrics.classification.confusion_matrix import confmat_member
+from fmetrics.classification import _empty
+from fmetrics.classification.confusion_matrix import confmat_member, no_samples
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import Average, MultidimAverage, Task, check_task
 from fmetrics.metric import Metric
@@ -65,6 +66,11 @@ def _mcc(confmat: torch.Tensor) -> torch.Tensor:
     return torch.where(den != 0, num / den.clamp_min(1e-300).sqrt(), torch.zeros((), dtype=dtype))
 
 
+def _value(name: str):
+    """`_mcc`, NaN with a warning on empty input (`fmetrics.classification._empty`)."""
+    return _empty.guard(name, no_samples, _mcc)
+
+
 @factory
 @documented(returns="float64 0-d tensor (``(N,)`` for ``multidim_average='samplewise'``).", inputs='binary')
 def binary_matthews_corrcoef(*, threshold: float = 0.5, ignore_index: Optional[int] = None,
@@ -76,7 +82,7 @@ def binary_matthews_corrcoef(*, threshold: float = 0.5, ignore_index: Optional[i
         >>> fmetrics.binary_matthews_corrcoef()(torch.tensor([0.7, 0.2, 0.9, 0.1]), torch.tensor([1, 1, 0, 0]))
         tensor(0., dtype=torch.float64)
     """
-    return confmat_member("binary_matthews_corrcoef", "binary", 1, _mcc, higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
+    return confmat_member("binary_matthews_corrcoef", "binary", 1, _value("binary_matthews_corrcoef"), higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
@@ -91,7 +97,7 @@ def multiclass_matthews_corrcoef(*, num_classes: int, ignore_index: Optional[int
         >>> fmetrics.multiclass_matthews_corrcoef(num_classes=3)(torch.tensor([2, 1, 0, 0]), torch.tensor([2, 0, 0, 1]))
         tensor(0.2000, dtype=torch.float64)
     """
-    return confmat_member("multiclass_matthews_corrcoef", "multiclass", num_classes, _mcc, higher_is_better=True, bounds=(-1.0, 1.0),
+    return confmat_member("multiclass_matthews_corrcoef", "multiclass", num_classes, _value("multiclass_matthews_corrcoef"), higher_is_better=True, bounds=(-1.0, 1.0),
                           ignore_index=ignore_index, validate_args=validate_args)
 
 
@@ -107,7 +113,7 @@ def multilabel_matthews_corrcoef(*, num_labels: int, threshold: float = 0.5, ign
         >>> m(torch.tensor([[0.9, 0.8], [0.1, 0.2]]), torch.tensor([[1, 0], [0, 0]]))
         tensor(0.5774, dtype=torch.float64)
     """
-    return confmat_member("multilabel_matthews_corrcoef", "multilabel", num_labels, _mcc, higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
+    return confmat_member("multilabel_matthews_corrcoef", "multilabel", num_labels, _value("multilabel_matthews_corrcoef"), higher_is_better=True, bounds=(-1.0, 1.0), threshold=threshold,
                           ignore_index=ignore_index, validate_args=validate_args)
 
 

@@ -32,7 +32,7 @@ from typing import Callable, Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._docs import documented
 from fmetrics.classification._reduce import Counts, check_average
 from fmetrics.classification._reduce import average as reduce_average
@@ -212,6 +212,12 @@ def scored(task: str, num: int, score: Callable[[Counts], torch.Tensor], how: st
     return value
 
 
+def no_entries(c: Counts) -> bool:
+    """Global counts of a stream in which no entry counted (the empty-input rule, `_empty`); never for
+    samplewise counts, whose value on no samples is an empty tensor."""
+    return c.tp.dim() == 1 and not bool((c.tp + c.fp + c.tn + c.fn).any())
+
+
 def scored_member(name: str, task: str, num: int, score: Callable[[Counts], torch.Tensor], average, *,
                   higher_is_better: Optional[bool] = True, bounds: tuple = (0.0, 1.0), support_rule: bool = False,
                   drop_class: Optional[int] = None, **config) -> Metric:
@@ -219,7 +225,7 @@ def scored_member(name: str, task: str, num: int, score: Callable[[Counts], torc
     fam = stat_scores_family(name, task, num, **config)
     how = "binary" if task == "binary" else check_average(name, average)
     finish = scored(task, num, score, how, support_rule=support_rule, drop_class=drop_class)
-    return fam.metric(name, finish, higher_is_better=higher_is_better, is_differentiable=False, bounds=bounds)
+    return fam.metric(name, _empty.guard(name, no_entries, finish), higher_is_better=higher_is_better, is_differentiable=False, bounds=bounds)
 
 
 def check_task(name: str, task, num_classes, num_labels, allowed=("binary", "multiclass", "multilabel")) -> str:
@@ -258,7 +264,10 @@ def _stat_scores_value(average: str):
 def _stat_member(name, task, num, average, **config) -> Metric:
     fam = stat_scores_family(name, task, num, **config)
     how = "binary" if task == "binary" else check_average(name, average)
-    return fam.metric(name, _stat_scores_value(how), higher_is_better=None, is_differentiable=False,
+    value = _stat_scores_value(how)
+    if how == "weighted":  # a support-weighted mean: undefined without samples (counts and their plain means are not)
+        value = _empty.guard(name, no_entries, value)
+    return fam.metric(name, value, higher_is_better=None, is_differentiable=False,
                       bounds=(0, None))
 
 

@@ -33,13 +33,14 @@ the `Prepared` state.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from typing import Callable, List, Literal, NamedTuple, Optional, Union
 
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._curve import Counts, is_hard
 from fmetrics.family import Family
@@ -114,6 +115,21 @@ def _logits_flag(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (lo < 0) | (hi > 1)
 
 
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the classes (dim 1) with its limits at infinite logits, where torch's gives NaN: the
+    ``+inf`` entries of a row share 1; a row of ``-inf`` only is uniform.
+
+    Example::
+
+        >>> softmax(torch.tensor([[math.inf, 0.0, math.inf], [-math.inf, -math.inf, -math.inf]]))
+        tensor([[0.5000, 0.0000, 0.5000],
+                [0.3333, 0.3333, 0.3333]])
+    """
+    top = x.amax(1, keepdim=True)
+    at_top = (x == top).to(x.dtype)
+    return torch.where(torch.isinf(top), at_top / at_top.sum(1, keepdim=True), x.softmax(1))
+
+
 def _if_logits(x: torch.Tensor, keep: torch.Tensor, normalize: Callable) -> torch.Tensor:
     """``normalize(x)`` when a kept entry lies outside ``[0, 1]`` (torchmetrics' rule), without a sync."""
     return torch.where(_logits_flag(x, keep), normalize(x), x)
@@ -175,7 +191,7 @@ class Scores:
                                   f"labels of shape {tuple(preds.shape)}")
         scores = f.preds.movedim(1, -1).reshape(-1, self.num)
         keep = f.keep.reshape(-1, 1)
-        scores = _if_logits(_as_scores(scores), keep, lambda x: x.softmax(1))
+        scores = _if_logits(_as_scores(scores), keep, softmax)
         return scores, f.target.reshape(-1), keep, f
 
     def init(self):
@@ -335,6 +351,8 @@ class Scores:
         """
         curve = self.name.endswith(("_roc", "_precision_recall_curve"))
         higher = None if curve else not self.name.endswith("_eer")
+        # no kept entry: NaN values with a warning (`_empty`); a curve keeps its thresholds (entry 2)
+        finish = _empty.guard(self.name, Prepared.empty, finish, keep=lambda i: curve and i == 2)
         return self.family.metric(self.name, finish, is_differentiable=False, higher_is_better=higher,
                                   bounds=(0.0, 1.0))
 
@@ -369,6 +387,12 @@ class Prepared:
         self._pairs = None
         self._sorted: dict = {}
         self._counts: dict = {}
+
+    def empty(self) -> bool:
+        """No entry was kept: no samples, or every one ``ignore_index``."""
+        if self.thresholds is not None:
+            return not bool(self.state.hist.any())
+        return not any(bool((code >= 0).any()) for code in self.state.labels)
 
     @property
     def num_columns(self) -> int:

@@ -19,7 +19,7 @@ from typing import Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._docs import documented
 from fmetrics.classification.curves._scores import _as_scores, _if_logits
 from fmetrics.classification.curves.roc import check_task
@@ -100,7 +100,7 @@ def _make(name: str, task: str, num: int, n_bins, norm, ignore_index, validate_a
     check = _format.checker(name, task, num_, ignore_index) if validate_args else None
     fam = Family(name="calibration", key=(task, num, n_bins, ignore_index, validate_args), init=init, update=update, reductions=tags,
                  merge=merge, check=check)
-    return fam.metric(name, finalize, is_differentiable=False, higher_is_better=False, bounds=(0.0, 1.0))
+    return fam.metric(name, _empty.guard(name, lambda state: not bool(state.count.any()), finalize), is_differentiable=False, higher_is_better=False, bounds=(0.0, 1.0))
 
 
 _RETURNS = "float64 0-d tensor in [0, 1] (NaN when no sample was kept)."

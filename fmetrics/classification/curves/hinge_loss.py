@@ -12,9 +12,9 @@ from typing import Literal, NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._docs import documented
-from fmetrics.classification.curves._scores import _as_scores, _if_logits
+from fmetrics.classification.curves._scores import _as_scores, _if_logits, softmax
 from fmetrics.classification.curves.roc import check_task
 from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
@@ -60,7 +60,7 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
             if not f.preds.is_floating_point():
                 raise validation.fail(name, "preds", "float scores of shape (N, C, ...)", tuple(preds.shape))
             keep = f.keep.reshape(-1)
-            p = _if_logits(f.preds.movedim(1, -1).reshape(-1, num).float(), keep[:, None], lambda x: x.softmax(1))
+            p = _if_logits(f.preds.movedim(1, -1).reshape(-1, num).float(), keep[:, None], softmax)
             onehot = f.target.reshape(-1, 1) == torch.arange(num, device=p.device)
             if mode == "one-vs-all":
                 margin = torch.where(onehot, p, -p)
@@ -84,7 +84,7 @@ def _make(name, task, num, squared, mode, ignore_index, validate_args) -> Metric
     check = _format.checker(name, task, num_, ignore_index) if validate_args else None
     fam = Family(name="hinge", key=(task, num, squared, mode, ignore_index, validate_args), init=init, update=update, reductions=tags,
                  merge=merge, check=check)
-    return fam.metric(name, finalize, is_differentiable=False, higher_is_better=False, bounds=(0.0, None))
+    return fam.metric(name, _empty.guard(name, lambda state: not bool(state.count.any()), finalize), is_differentiable=False, higher_is_better=False, bounds=(0.0, None))
 
 
 @factory

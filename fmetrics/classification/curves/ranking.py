@@ -20,7 +20,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.classification import _format
+from fmetrics.classification import _empty, _format
 from fmetrics.classification._docs import documented
 from fmetrics.classification.stat_scores import counting
 from fmetrics.metric import Metric
@@ -96,7 +96,7 @@ def _make(name: str, field: str, num_labels, ignore_index, validate_args) -> Met
     check = _format.checker(name, task, num_, ignore_index) if validate_args else None
     fam = Family(name="multilabel_ranking", key=(num_labels, ignore_index, validate_args), init=init, update=update, reductions=tags,
                  merge=merge, check=check)
-    return fam.metric(name, finalize, is_differentiable=False, **_META[field])
+    return fam.metric(name, _empty.guard(name, lambda state: not bool(state.count.any()), finalize), is_differentiable=False, **_META[field])
 
 
 @factory
