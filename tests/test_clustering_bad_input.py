@@ -286,3 +286,22 @@ def test_no_warning_on_good_input():
         fm.cramers_v()(P8, T8)
         fm.procrustes_disparity()(*_clouds())
         fm.calinski_harabasz_score(num_clusters=3)(*_offset_points(0.0)[1:])
+
+
+def test_procrustes_mean_of_no_pairs_is_nan_with_a_warning():
+    m = fm.procrustes_disparity()
+    with pytest.warns(UserWarning, match="procrustes_disparity: no samples were seen"):
+        assert torch.isnan(m.finalize(m.init()))
+    total = fm.procrustes_disparity(reduction="sum")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert total.finalize(total.init()) == 0  # the empty sum, no warning
+
+
+def test_undefined_association_and_kappa_warn():
+    # one target category: min(r - 1, c - 1) = 0 in the normalizer, 0 / 0 by hand
+    with pytest.warns(UserWarning, match=r"cramers_v: a variable has a single category \(table 1 x 2\)"):
+        assert torch.isnan(fm.cramers_v(bias_correction=False)(torch.tensor([0, 1, 1]), torch.tensor([2, 2, 2])))
+    # every rater picks category 0: P_e = 1, kappa = 0 / 0 by hand
+    with pytest.warns(UserWarning, match="fleiss_kappa: every rating falls in one category"):
+        assert torch.isnan(fm.fleiss_kappa()(torch.tensor([[3, 0], [3, 0]])))

@@ -59,6 +59,15 @@ def _one_observation(name: str, t: torch.Tensor) -> bool:
     return False
 
 
+def _one_category(name: str, r: int, c: int) -> bool:
+    """Warns (and returns True) when a variable has one category: the normalizer ``r - 1`` or ``c - 1`` is 0."""
+    if min(r, c) == 1:
+        warnings.warn(f"{name}: a variable has a single category (table {r} x {c}); the value is NaN",
+                      UserWarning, stacklevel=4)
+        return True
+    return False
+
+
 def cramers_v(t: torch.Tensor, bias_correction: bool, name: str = "cramers_v") -> float:
     if _empty(name, t) or (bias_correction and _one_observation(name, t)):
         return _NAN
@@ -71,7 +80,7 @@ def cramers_v(t: torch.Tensor, bias_correction: bool, name: str = "cramers_v") -
                           "the value is NaN. Consider bias_correction=False", UserWarning, stacklevel=3)
             return _NAN
         return min(max(math.sqrt(phi2 / min(rc - 1, cc - 1)), 0.0), 1.0)
-    if min(r, c) == 1:
+    if _one_category(name, r, c):
         return _NAN
     return min(max(math.sqrt(phi2 / min(r - 1, c - 1)), 0.0), 1.0)
 
@@ -88,7 +97,7 @@ def tschuprows_t(t: torch.Tensor, bias_correction: bool, name: str = "tschuprows
                           "the value is NaN. Consider bias_correction=False", UserWarning, stacklevel=3)
             return _NAN
         return min(max(math.sqrt(phi2 / math.sqrt((rc - 1) * (cc - 1))), 0.0), 1.0)
-    if min(r, c) == 1:
+    if _one_category(name, r, c):
         return _NAN
     return min(max(math.sqrt(phi2 / math.sqrt((r - 1) * (c - 1))), 0.0), 1.0)
 

@@ -137,7 +137,11 @@ def fleiss_kappa(*, mode: Literal["counts", "probs"] = "counts") -> Metric:
         p_bar = (int(s.squares) - n_subj * n) / (n_subj * n * (n - 1))
         p = s.totals.to(torch.float64) / (n_subj * n)
         pe = float((p * p).sum())
-        return torch.tensor((p_bar - pe) / (1 - pe) if pe != 1 else float("nan"), dtype=torch.float64)
+        if pe == 1:
+            warnings.warn("fleiss_kappa: every rating falls in one category (chance agreement 1); the value is NaN",
+                          UserWarning, stacklevel=3)
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        return torch.tensor((p_bar - pe) / (1 - pe), dtype=torch.float64)
 
     fam = Family(name="fleiss_kappa", key=(mode,), init=init, update=update, merge=merge, check=check,
                  reductions=FleissState(totals=None, squares="sum", subjects="sum", raters="max", fewest="min",

@@ -8,10 +8,13 @@ of squared differences, ``1 - (sum of singular values of M)^2``, in [0, 1].
 `update` keeps each pair's ``D x D`` matrix ``M`` (float64 chunks, merged by
 joining): the SVD synchronizes a GPU with the host, so it runs in the
 finalizer, batched per chunk, which then averages, adds or lists the
-disparities.
+disparities. A pair with a non-finite cloud or one whose points are all equal
+(undefined: scipy raises) is rejected at update, or counted and raised by
+`finalize` where checking is not free; it never reaches the SVD.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Literal, NamedTuple
 
 import torch
@@ -70,6 +73,14 @@ def _check(a, b) -> tuple[torch.Tensor, torch.Tensor]:
     return a, b
 
 
+def _mean(d: torch.Tensor) -> torch.Tensor:
+    """The mean disparity; NaN with a warning before any pair (docs/conventions.md, empty input)."""
+    if d.numel() == 0:
+        warnings.warn("procrustes_disparity: no samples were seen (empty input); the value is undefined and set to NaN",
+                      UserWarning, stacklevel=4)
+    return d.mean()
+
+
 def _pairs(mask: torch.Tensor) -> str:
     return f"pair {validation.quote(mask.nonzero()[:, 0])} of this update"
 
@@ -126,7 +137,7 @@ def procrustes_disparity(*, reduction: Literal["mean", "sum", "none"] = "mean") 
         validation.invalid_report("procrustes_disparity", RULE, s.invalid)
         return torch.cat([disparity_of(m) for m in s.cross]) if s.cross else torch.zeros(0, dtype=torch.float64)
 
-    finish = {"none": lambda d: d, "sum": torch.sum, "mean": torch.mean}[reduction]
+    finish = {"none": lambda d: d, "sum": torch.sum, "mean": _mean}[reduction]
     fam = Family(name="procrustes", key=(), init=lambda: CrossState((), validation.invalid_init()), update=update,
                  merge=merge, check=check, reductions=CrossState(cross="cat", invalid=None), shared=disparities)
     return fam.metric("procrustes_disparity", finish, higher_is_better=False, bounds=(0.0, 1.0))
