@@ -204,3 +204,25 @@ def test_iou_inverted_box_value_today_is_silently_wrong():
     box = [dict(boxes=torch.tensor([[2.0, 2.0, 0.0, 0.0]]), labels=torch.tensor([0]))]
     with pytest.raises(ValueError, match="inverted box"):
         m(box, box)
+
+
+# ---------------------------------------------------------------- panoptic quality
+
+
+@pytest.mark.parametrize("options", [{}, {"return_sq_and_rq": True}, {"modified": True}])
+def test_panoptic_empty_input_is_nan_with_a_warning(options):
+    """No segment of a known category: PQ = sum IoU / (TP + FP/2 + FN/2) = 0/0 for every category, so NaN;
+    docs/conventions.md ("Empty input") adds a UserWarning (today NaN without one)."""
+    from fmetrics.detection import modified_panoptic_quality, panoptic_quality
+
+    options = dict(options)
+    factory = modified_panoptic_quality if options.pop("modified", False) else panoptic_quality
+    m = factory(things={0, 1}, stuffs={6}, **options)
+    void = torch.full((1, 4, 4, 2), 9)  # only void pixels (an unknown category)
+    for s in (m.init(), m.update(m.init(), torch.zeros(0, 4, 4, 2, dtype=torch.long), torch.zeros(0, 4, 4, 2,
+                                                                                                 dtype=torch.long))):
+        with pytest.warns(UserWarning, match=rf"{m.name}: no segment of a known category was seen"):
+            assert torch.isnan(m.finalize(s)).all()
+    m = factory(things={0, 1}, stuffs={6}, allow_unknown_preds_category=True, **options)
+    with pytest.warns(UserWarning, match="no segment of a known category"):
+        assert torch.isnan(m(void, void)).all()

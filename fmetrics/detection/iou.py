@@ -142,8 +142,9 @@ _DOC_ARGS = """
 
     Inputs:
       ``update(state, preds, target)``: lists (one entry per image) of dicts with ``boxes`` float ``[n, 4]``
-      and ``labels`` int ``[n]``. An image without detections (or ground truths) adds, as in torchmetrics,
-      one zero per box of the other side.
+      and ``labels`` int ``[n]`` (``boxes`` may be a list of ``[4]`` number lists). An image without detections
+      (or ground truths) adds, as in torchmetrics, one zero per box of the other side. NaN / inf or inverted
+      boxes are errors (docs/detection.md, "Bad input").
 
     Returns:
       ``{"<key>": mean over counted pairs (0 without any)}``, float64, plus the per-class entries.

@@ -102,7 +102,8 @@ def mean_average_precision(
       ``masks`` bool ``[n, H, W]`` (for segm), ``scores`` float ``[n]``, ``labels``
       int ``[n]``; ``target[i]`` has ``boxes`` / ``masks``, ``labels`` and optionally
       ``iscrowd`` (0/1 ``[m]``) and ``area`` (float ``[m]``; values <= 0 mean "from
-      the box or mask").
+      the box or mask"). ``boxes`` may be a list of ``[4]`` number lists (read as float64). NaN / inf or
+      inverted boxes, NaN scores and non-finite areas are errors (docs/detection.md, "Bad input").
 
     Returns:
       A dict with torchmetrics' keys: ``map, map_50, map_75, map_small,

@@ -6,6 +6,7 @@ no host sync), batched over the images of the batch.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Collection, NamedTuple
 
 import torch
@@ -193,6 +194,13 @@ def _family(name: str, things: tuple, stuffs: tuple, allow_unknown: bool, modifi
                   reductions=tags, merge=merge, shared=shared, check=check)
 
 
+def _warn_empty(name: str, seen: torch.Tensor) -> None:
+    """Warns when no category was seen: the average is then NaN (docs/conventions.md, "Empty input")."""
+    if not bool(seen.any()):
+        warnings.warn(f"{name}: no segment of a known category was seen (empty input); the value is undefined "
+                      "and set to NaN", UserWarning, stacklevel=4)
+
+
 def _mean(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Mean over the categories seen (``NaN`` when none was)."""
     k = keep.sum()
@@ -225,7 +233,7 @@ def panoptic_quality(*, things: Collection[int], stuffs: Collection[int], allow_
     Returns:
       float64: a scalar; ``[3]`` (PQ, SQ, RQ) with ``return_sq_and_rq``; ``[1, C]`` with
       ``return_per_class``; ``[C, 3]`` with both. Categories are ordered things (sorted), then
-      stuffs (sorted). ``NaN`` for the average when no category was seen.
+      stuffs (sorted). ``NaN`` and a ``UserWarning`` for the average when no category was seen.
 
     Example::
 
@@ -256,6 +264,7 @@ def panoptic_quality(*, things: Collection[int], stuffs: Collection[int], allow_
         pq, sq, rq, seen = prepared
         if return_per_class:
             return torch.stack((pq, sq, rq), dim=-1) if return_sq_and_rq else pq.reshape(1, -1)
+        _warn_empty(name, seen)
         if return_sq_and_rq:
             return torch.stack((_mean(pq, seen), _mean(sq, seen), _mean(rq, seen)))
         return _mean(pq, seen)
@@ -284,7 +293,7 @@ def modified_panoptic_quality(*, things: Collection[int], stuffs: Collection[int
       ``(category_id, instance_id)``; every image of the batch is matched on its own.
 
     Returns:
-      float64 scalar (``NaN`` when no category was seen).
+      float64 scalar (``NaN`` and a ``UserWarning`` when no category was seen).
 
     Example::
 
@@ -298,5 +307,9 @@ def modified_panoptic_quality(*, things: Collection[int], stuffs: Collection[int
     if not isinstance(allow_unknown_preds_category, bool):
         raise validation.fail(name, "allow_unknown_preds_category", "a bool", repr(allow_unknown_preds_category))
     fam = _family(name, t, s, allow_unknown_preds_category, True)
-    return fam.metric(name, lambda prepared: _mean(prepared[0], prepared[3]), higher_is_better=True,
-                      is_differentiable=False, bounds=(0.0, 1.0))
+
+    def finish(prepared):
+        _warn_empty(name, prepared[3])
+        return _mean(prepared[0], prepared[3])
+
+    return fam.metric(name, finish, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))

@@ -10,7 +10,7 @@ import torch
 from fmetrics import validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.segmentation.overlap import _check_config, index_check
+from fmetrics.segmentation.overlap import _check_config, count_invalid, report, value_check, warn_empty
 from fmetrics.state import merge_fields
 
 __all__ = ["hausdorff_distance"]
@@ -21,6 +21,7 @@ _BLOCK = 1 << 24  # elements of one broadcast in a distance-transform pass
 class DistanceState(NamedTuple):
     total: torch.Tensor  # float64: sum of the per (sample, class) distances
     count: torch.Tensor  # int64: (sample, class) pairs with an edge on either side
+    invalid: torch.Tensor  # int64: input entries that broke the value rule (deferred checks)
 
 
 def _masks(name, x, num_classes, input_format, include_background, what):
@@ -125,10 +126,11 @@ def hausdorff_distance(*, num_classes: int, include_background: bool = False,
             raise validation.fail(name, "spacing", "None or positive floats, one per spatial axis", repr(spacing))
     if not isinstance(directed, bool):
         raise validation.fail(name, "directed", "a bool", repr(directed))
-    tags = DistanceState("sum", "sum")
+    tags = DistanceState("sum", "sum", "sum")
 
     def init():
-        return DistanceState(torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64))
+        return DistanceState(torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64),
+                             torch.zeros((), dtype=torch.int64))
 
     def update(s, preds, target):
         if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor) or preds.shape != target.shape:
@@ -150,11 +152,14 @@ def hausdorff_distance(*, num_classes: int, include_background: bool = False,
             d = torch.maximum(d, flat(torch.where(et, distance_to(ep, dims, distance_metric, sp), -math.inf)).amax(-1))
         scored = has_p | has_t
         d = torch.where(has_p & has_t, d, torch.inf)
-        return DistanceState(s.total + torch.where(scored, d, 0.0).sum(), s.count + scored.sum())
+        return DistanceState(s.total + torch.where(scored, d, 0.0).sum(), s.count + scored.sum(),
+                             s.invalid + count_invalid(preds, target, num_classes, input_format))
 
     def finalize(s):
+        report(name, num_classes, input_format, s.invalid)
+        warn_empty(name, s.count > 0)
         return torch.where(s.count > 0, s.total / s.count.clamp(min=1), torch.nan)
 
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  reductions=tags, check=index_check(name, num_classes, input_format), higher_is_better=False,
+                  reductions=tags, check=value_check(name, num_classes, input_format), higher_is_better=False,
                   is_differentiable=False, bounds=(0.0, None))

@@ -8,7 +8,7 @@ and int64 counts of scoring samples: a mean of per-sample ratios cannot be rebui
 from __future__ import annotations
 
 import math
-
+import warnings
 from typing import Literal, NamedTuple
 
 import torch
@@ -24,9 +24,45 @@ __all__ = ["mean_iou", "generalized_dice_score", "dice_score"]
 class ScoreState(NamedTuple):
     score: torch.Tensor  # float64 [C]: sum over samples of the per-sample score
     count: torch.Tensor  # int64 [C]: samples that scored
+    invalid: torch.Tensor  # int64: input entries that broke the value rule (deferred checks, see `rule`)
 
 
-TAGS = ScoreState("sum", "sum")
+TAGS = ScoreState("sum", "sum", "sum")
+
+
+def _zero() -> torch.Tensor:
+    return torch.zeros((), dtype=torch.int64)
+
+
+def rule(num_classes: int, input_format: str) -> str:
+    """The value rule of the inputs: class indices in range, or finite one-hot values."""
+    if input_format == "index":
+        return f"class indices in [0, {num_classes})"
+    return "one-hot values finite (no NaN or inf)"
+
+
+def count_invalid(preds: torch.Tensor, target: torch.Tensor, num_classes: int, input_format: str):
+    """int64 0-d count of entries breaking `rule`, where ``update`` counts them (accelerators, compile, vmap,
+    ``validation.mode("deferred")``); ``0`` where the eager check already ran. No host sync."""
+    if validation.eager_check_applies_to(preds, target):
+        return 0
+    if input_format == "index":
+        return sum(validation.count((x < 0) | (x >= num_classes)) for x in (preds, target))
+    return sum(validation.count(~torch.isfinite(x)) for x in (preds, target) if x.is_floating_point())
+
+
+def report(name: str, num_classes: int, input_format: str, invalid: torch.Tensor) -> None:
+    """``finalize``'s error for entries counted by `count_invalid`."""
+    validation.report(name, {rule(num_classes, input_format): invalid})
+
+
+def warn_empty(name: str, scored) -> bool:
+    """Warns (and returns True) when nothing scored: the value is then NaN (docs/conventions.md)."""
+    if bool(scored):
+        return False
+    warnings.warn(f"{name}: nothing was scored (no samples, or no class present in any); the value is undefined "
+                  "and set to NaN", UserWarning, stacklevel=3)
+    return True
 
 
 def _index_counts(name, preds, target, num_classes):
@@ -74,7 +110,8 @@ def _onehot_counts(name, preds, target, num_classes):
 
 
 def _sums(name, preds, target, num_classes, include_background, input_format):
-    """``(|P n T|, |P|, |T|)`` per sample and class, int64 ``[N, C]`` (class 0 dropped without the background)."""
+    """``(|P n T|, |P|, |T|)`` per sample and class, int64 ``[N, C]`` (class 0 dropped without the background),
+    and the `count_invalid` of the batch."""
     if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise validation.fail(name, "preds, target", "tensors", f"{type(preds).__name__} and {type(target).__name__}")
     if preds.shape != target.shape:
@@ -84,21 +121,26 @@ def _sums(name, preds, target, num_classes, include_background, input_format):
         out = _index_counts(name, preds, target, num_classes)
     else:
         out = _onehot_counts(name, preds, target, num_classes)
-    return out if include_background else tuple(x[:, 1:] for x in out)
+    out = out if include_background else tuple(x[:, 1:] for x in out)
+    return (*out, count_invalid(preds, target, num_classes, input_format))
 
 
-def index_check(name, num_classes, input_format):
-    """The eager value check: class indices in ``[0, num_classes)`` (one-hot inputs: nothing to check)."""
-    if input_format != "index":
-        return None
+def value_check(name, num_classes, input_format):
+    """The eager value check of `rule`: class indices in ``[0, num_classes)``, or finite one-hot values."""
 
     def check(preds, target):
         for arg, x in (("preds", preds), ("target", target)):
-            if isinstance(x, torch.Tensor) and not x.is_floating_point():
+            if not isinstance(x, torch.Tensor) or x.is_complex():
+                continue
+            if input_format == "index" and not x.is_floating_point():
                 bad = (x < 0) | (x >= num_classes)
-                if bool(bad.any()):
-                    raise ValueError(f"{name}: argument `{arg}` expected class indices in [0, {num_classes}); "
-                                     f"found {validation.quote(x[bad])}")
+            elif input_format != "index" and x.is_floating_point():
+                bad = ~torch.isfinite(x)
+            else:
+                continue
+            if bool(bad.any()):
+                raise ValueError(f"{name}: argument `{arg}` expected {rule(num_classes, input_format)}; "
+                                 f"found {validation.quote(x[bad])}")
 
     return check
 
@@ -143,24 +185,26 @@ def mean_iou(*, num_classes: int, include_background: bool = True, per_class: bo
     c = _check_config(name, num_classes, include_background, input_format)
 
     def init():
-        return ScoreState(torch.zeros(c, dtype=torch.float64), torch.zeros(c, dtype=torch.int64))
+        return ScoreState(torch.zeros(c, dtype=torch.float64), torch.zeros(c, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
         union = ps + ts - inter
         valid = union > 0
         score = inter.to(torch.float64) / union.clamp(min=1).to(torch.float64)
-        return ScoreState(s.score + torch.where(valid, score, 0.0).sum(0), s.count + valid.sum(0))
+        return ScoreState(s.score + torch.where(valid, score, 0.0).sum(0), s.count + valid.sum(0), s.invalid + bad)
 
     def finalize(s):
+        report(name, num_classes, input_format, s.invalid)
         if per_class:
             return torch.where(s.count > 0, s.score / s.count.clamp(min=1), -1.0)
         n = s.count.sum()
+        warn_empty(name, n > 0)
         return torch.where(n > 0, s.score.sum() / n.clamp(min=1), torch.nan)
 
     return Metric(init=init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
                   state_key=(name, num_classes, include_background, input_format), reductions=TAGS,
-                  check=index_check(name, num_classes, input_format),
+                  check=value_check(name, num_classes, input_format),
                   higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
 
@@ -201,10 +245,10 @@ def generalized_dice_score(*, num_classes: int, include_background: bool = True,
     width = c if per_class else 1
 
     def init():
-        return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64))
+        return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
         tsf = ts.to(torch.float64)
         w = torch.ones_like(tsf) if weight_type == "linear" else 1.0 / (tsf if weight_type == "simple" else tsf ** 2)
         n = w.shape[0]
@@ -216,15 +260,17 @@ def generalized_dice_score(*, num_classes: int, include_background: bool = True,
         if not per_class:
             num, den = num.sum(1, keepdim=True), den.sum(1, keepdim=True)
         score = torch.where(den != 0, num / torch.where(den != 0, den, 1.0), 0.0)
-        return ScoreState(s.score + score.sum(0), s.count + n)
+        return ScoreState(s.score + score.sum(0), s.count + n, s.invalid + bad)
 
     def finalize(s):
+        report(name, num_classes, input_format, s.invalid)
+        warn_empty(name, s.count[0] > 0)
         v = s.score / s.count
         return v if per_class else v[0]
 
     return Metric(init=init, update=update, merge=merge_fields(TAGS), finalize=finalize, name=name,
                   state_key=(name, num_classes, include_background, per_class, weight_type, input_format),
-                  reductions=TAGS, check=index_check(name, num_classes, input_format), higher_is_better=True,
+                  reductions=TAGS, check=value_check(name, num_classes, input_format), higher_is_better=True,
                   is_differentiable=False, bounds=(0.0, 1.0))
 
 
@@ -232,6 +278,7 @@ class DiceCounts(NamedTuple):
     numerator: torch.Tensor  # int64 [C]: 2 |P n T| summed over samples
     denominator: torch.Tensor  # int64 [C]: |P| + |T|
     support: torch.Tensor  # int64 [C]: |T|
+    invalid: torch.Tensor  # int64: input entries that broke the value rule (deferred checks)
 
 
 def _dice_average(num, den, support, average):
@@ -294,24 +341,27 @@ def dice_score(*, num_classes: int, include_background: bool = True,
         raise validation.fail(name, "average", "'micro', 'macro', 'weighted' or 'none'", repr(average))
     if aggregation_level not in ("samplewise", "global"):
         raise validation.fail(name, "aggregation_level", "'samplewise' or 'global'", repr(aggregation_level))
-    check = index_check(name, num_classes, input_format)
+    check = value_check(name, num_classes, input_format)
     meta = dict(higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
     def counts(preds, target):
-        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
-        return 2 * inter, ps + ts, ts
+        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
+        return 2 * inter, ps + ts, ts, bad
 
     if aggregation_level == "global":
-        tags = DiceCounts("sum", "sum", "sum")
+        tags = DiceCounts("sum", "sum", "sum", "sum")
 
         def init_g():
-            return DiceCounts(*(torch.zeros(c, dtype=torch.int64) for _ in range(3)))
+            return DiceCounts(*(torch.zeros(c, dtype=torch.int64) for _ in range(3)), _zero())
 
         def update_g(s, preds, target):
-            num, den, sup = counts(preds, target)
-            return DiceCounts(s.numerator + num.sum(0), s.denominator + den.sum(0), s.support + sup.sum(0))
+            num, den, sup, bad = counts(preds, target)
+            return DiceCounts(s.numerator + num.sum(0), s.denominator + den.sum(0), s.support + sup.sum(0),
+                              s.invalid + bad)
 
         def finalize_g(s):
+            report(name, num_classes, input_format, s.invalid)
+            warn_empty(name, (s.denominator > 0).any())
             return _dice_average(s.numerator[None], s.denominator[None], s.support[None], average)[0]
 
         return Metric(init=init_g, update=update_g, merge=merge_fields(tags), finalize=finalize_g, name=name,
@@ -321,16 +371,18 @@ def dice_score(*, num_classes: int, include_background: bool = True,
     width = c if average == "none" else 1
 
     def init():
-        return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64))
+        return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        num, den, sup = counts(preds, target)
+        num, den, sup, bad = counts(preds, target)
         score = _dice_average(num, den, sup, average)
         score = score if average == "none" else score[:, None]
         ok = ~torch.isnan(score)
-        return ScoreState(s.score + torch.where(ok, score, 0.0).sum(0), s.count + ok.sum(0))
+        return ScoreState(s.score + torch.where(ok, score, 0.0).sum(0), s.count + ok.sum(0), s.invalid + bad)
 
     def finalize(s):
+        report(name, num_classes, input_format, s.invalid)
+        warn_empty(name, (s.count > 0).any())
         v = torch.where(s.count > 0, s.score / s.count.clamp(min=1), torch.nan)
         return v if average == "none" else v[0]
 
