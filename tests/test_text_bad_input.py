@@ -257,3 +257,26 @@ def test_perplexity_masks_and_ignored_positions():
     assert float(got) == pytest.approx(float(want), rel=1e-6)
     t[0, 0] = 0  # the target's logit is -inf: probability 0, perplexity inf (defined)
     assert math.isinf(float(ft.perplexity(ignore_index=-100)(p, t)))
+
+
+def test_rouge_callables_key_and_checkpoint_without_addresses():
+    from adapters.distributed import _portable  # the fingerprint every rank must agree on
+
+    def make_norm():  # a new function object per call, as a fresh process builds it
+        def norm(s):
+            return s.lower()
+        return norm
+
+    norm = make_norm()
+    m = ft.rouge_score(rouge_keys="rouge1", normalizer=norm)
+    assert m.state_key == ft.rouge_score(rouge_keys="rouge1", normalizer=norm).state_key
+    assert m.state_key != ft.rouge_score(rouge_keys="rouge1", normalizer=lambda s: s).state_key
+    assert "0x" not in repr(_portable(m.state_key)) and "0x" not in repr(m)
+    saved = adapters.TorchMetric(m, persistent=True)
+    saved.update(["The cat sat"], [["the cat"]])
+    fresh = adapters.TorchMetric(ft.rouge_score(rouge_keys="rouge1", normalizer=make_norm()), persistent=True)
+    fresh.load_state_dict(saved.state_dict())  # built the same way: another function object
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # rouge1 by hand: 2 of 3 predicted words match, both reference words: P 2/3, R 1, F1 0.8
+        assert float(fresh.compute()["rouge1_fmeasure"]) == pytest.approx(0.8)

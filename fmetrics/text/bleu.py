@@ -213,8 +213,9 @@ def sacre_bleu_score(*, n_gram: int = 4, smooth: bool = False, tokenize: Literal
       tokenize: ``'13a'`` (default, mteval-v13a), ``'none'``, ``'zh'``,
         ``'intl'`` (mteval-v14 international), ``'char'``; ``'ja-mecab'`` and
         ``'ko-mecab'`` need the MeCab packages and ``'flores101'`` /
-        ``'flores200'`` need sentencepiece with its model already on disk
-        (nothing is downloaded): missing packages raise naming them.
+        ``'flores200'`` need sentencepiece with sacrebleu's model already on disk
+        (``$SACREBLEU/models/``; nothing is downloaded): a missing package or
+        model raises naming it.
       lowercase: lowercase before tokenizing (default ``False``).
       weights: one weight per order (default uniform).
 
