@@ -15,12 +15,30 @@ from fmetrics import validation
 from fmetrics.clustering._contingency import _dense_ids
 from fmetrics.state import cat_chunks
 
-__all__ = ["PointState", "check_points", "points_update", "joined", "centroids"]
+__all__ = ["PointState", "FINITE_RULE", "check_points", "check_finite", "nonfinite_rows", "points_update",
+           "points_merge", "joined", "centroids"]
 
 
 class PointState(NamedTuple):
     data: tuple    # float64 chunks [n, d]
     labels: tuple  # int64 chunks [n]
+    invalid: validation.Invalid  # non-finite data entries (deferred check)
+
+
+FINITE_RULE = "data must be finite (no NaN or inf)"
+
+
+def nonfinite_rows(data: torch.Tensor) -> torch.Tensor:
+    """Bool ``[N]``: rows of ``(N, D)`` data holding a NaN or inf."""
+    return ~torch.isfinite(data).all(1)
+
+
+def check_finite(name: str, data: torch.Tensor) -> None:
+    """The eager value check (CPU, eager): raises quoting the non-finite entries of ``data``."""
+    bad = ~torch.isfinite(data)
+    if bool(bad.any()):
+        raise ValueError(f"{name}: argument `data`: {FINITE_RULE}; found {validation.quote(data[bad])} in row "
+                         f"{validation.quote(nonfinite_rows(data).nonzero()[:, 0])}")
 
 
 def check_points(name: str, data: torch.Tensor, labels: torch.Tensor) -> None:
@@ -35,10 +53,15 @@ def check_points(name: str, data: torch.Tensor, labels: torch.Tensor) -> None:
 def points_update(name: str):
     def update(state: PointState, data: torch.Tensor, labels: torch.Tensor) -> PointState:
         check_points(name, data, labels)
-        return PointState((data.detach().to(torch.float64, copy=True),),
-                          (labels.detach().to(torch.int64, copy=True),))
+        data = data.detach()
+        return PointState((data.to(torch.float64, copy=True),), (labels.detach().to(torch.int64, copy=True),),
+                          validation.invalid_flag(state.invalid, ~torch.isfinite(data), data))
 
     return update
+
+
+def points_merge(a: PointState, b: PointState) -> PointState:
+    return PointState(a.data + b.data, a.labels + b.labels, validation.invalid_merge(a.invalid, b.invalid))
 
 
 def joined(state: PointState, device=None) -> tuple[torch.Tensor, torch.Tensor, int]:

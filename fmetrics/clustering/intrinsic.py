@@ -21,7 +21,17 @@ from typing import NamedTuple, Optional
 import torch
 
 from fmetrics import validation
-from fmetrics.clustering._points import PointState, centroids, check_points, joined, points_update
+from fmetrics.clustering._points import (
+    FINITE_RULE,
+    PointState,
+    centroids,
+    check_finite,
+    check_points,
+    joined,
+    nonfinite_rows,
+    points_merge,
+    points_update,
+)
 from fmetrics.family import Family
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -33,7 +43,8 @@ class MomentState(NamedTuple):
     count: torch.Tensor  # int64 [K]
     mean: torch.Tensor   # float64 [K, D]: per-cluster mean (0 for an empty cluster)
     m2: torch.Tensor     # float64 [K]: per-cluster sum of squared distances to its mean
-    invalid: validation.Invalid
+    invalid: validation.Invalid    # labels outside [0, K)
+    nonfinite: validation.Invalid  # non-finite data entries (their rows count nowhere)
 
 
 def _chan(count_a, mean_a, m2_a, count_b, delta, m2_b):
@@ -46,11 +57,10 @@ def _chan(count_a, mean_a, m2_a, count_b, delta, m2_b):
             m2_a + m2_b + (delta * delta).sum(1) * (count_a * count_b / scale))
 
 
-def _batch_moments(k: int, x: torch.Tensor, labels: torch.Tensor, state: "MomentState"):
-    """This batch's per-cluster ``(count, batch mean - state mean, M2, bad labels)``, computed about a
-    reference point per cluster: the state's mean, or the cluster's first point in the batch where the state
-    has none (identical points then give exactly zero spread). Labels outside ``[0, k)`` count nowhere."""
-    bad = (labels < 0) | (labels >= k)
+def _batch_moments(k: int, x: torch.Tensor, labels: torch.Tensor, bad: torch.Tensor, state: "MomentState"):
+    """This batch's per-cluster ``(count, batch mean - state mean, M2)``, computed about a reference point
+    per cluster: the state's mean, or the cluster's first point in the batch where the state has none
+    (identical points then give exactly zero spread). ``bad`` rows count nowhere."""
     ids = torch.where(bad, torch.zeros_like(labels), labels).to(torch.int64)
     n = x.shape[0]
     pos = torch.arange(n, device=x.device)
@@ -63,7 +73,7 @@ def _batch_moments(k: int, x: torch.Tensor, labels: torch.Tensor, state: "Moment
     offset = d.new_zeros(k, x.shape[1]).index_add(0, ids, d) / count.clamp(min=1)[:, None]
     spread = torch.where(bad, 0.0, ((d - offset[ids]) ** 2).sum(1))
     m2 = torch.zeros(k, dtype=torch.float64, device=x.device).index_add(0, ids, spread)
-    return count, offset + (ref - state.mean), m2, bad  # ref - mean: exactly 0 where the state has the cluster
+    return count, offset + (ref - state.mean), m2  # ref - mean: exactly 0 where the state has the cluster
 
 
 def _too_few_clusters(name: str, k: int) -> torch.Tensor:
@@ -72,8 +82,17 @@ def _too_few_clusters(name: str, k: int) -> torch.Tensor:
 
 
 def _points_family(name: str) -> Family:
-    return Family(name=f"cluster_points_{name}", key=(), init=lambda: PointState((), ()), update=points_update(name),
-                  reductions=PointState(data="cat", labels="cat"), shared=lambda s: joined(s))
+    def check(data, labels):
+        check_points(name, data, labels)
+        check_finite(name, data)
+
+    def shared(state: PointState):
+        validation.invalid_report(name, FINITE_RULE, state.invalid)
+        return joined(state)
+
+    return Family(name=f"cluster_points_{name}", key=(), init=lambda: PointState((), (), validation.invalid_init()),
+                  update=points_update(name), merge=points_merge, check=check,
+                  reductions=PointState(data="cat", labels="cat", invalid=None), shared=shared)
 
 
 def _ch_value(counts: torch.Tensor, means: torch.Tensor, within: torch.Tensor) -> torch.Tensor:
@@ -131,25 +150,28 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
 
     def init():
         return MomentState(torch.zeros(k, dtype=torch.int64), torch.zeros(k, 0, dtype=torch.float64),
-                           torch.zeros(k, dtype=torch.float64), validation.invalid_init())
+                           torch.zeros(k, dtype=torch.float64), validation.invalid_init(), validation.invalid_init())
 
     def update(state, data, labels):
         check_points(name, data, labels)
         x = data.detach().to(torch.float64)
         if state.mean.shape[1] != x.shape[1]:  # the first batch fixes D
             state = state._replace(mean=state.mean.new_zeros(k, x.shape[1]))
+        off_range = (labels < 0) | (labels >= k)
+        invalid = validation.invalid_flag(state.invalid, off_range, labels)
+        nonfinite = validation.invalid_flag(state.nonfinite, ~torch.isfinite(x), x)
         if x.shape[0] == 0:
-            return state._replace(invalid=validation.invalid_flag(state.invalid, labels < 0, labels))
-        count_b, delta, m2_b, bad = _batch_moments(k, x, labels, state)
+            return state._replace(invalid=invalid, nonfinite=nonfinite)
+        count_b, delta, m2_b = _batch_moments(k, x, labels, off_range | nonfinite_rows(x), state)
         _, mean, m2 = _chan(state.count.to(torch.float64), state.mean, state.m2, count_b, delta, m2_b)
-        return MomentState(state.count + count_b.to(torch.int64), mean, m2,
-                           validation.invalid_flag(state.invalid, bad, labels))
+        return MomentState(state.count + count_b.to(torch.int64), mean, m2, invalid, nonfinite)
 
     def merge(a, b):
         ma = a.mean if a.mean.shape[1] else b.mean.new_zeros(b.mean.shape)
         mb = b.mean if b.mean.shape[1] else a.mean.new_zeros(a.mean.shape)
         _, mean, m2 = _chan(a.count.to(torch.float64), ma, a.m2, b.count.to(torch.float64), mb - ma, b.m2)
-        return MomentState(a.count + b.count, mean, m2, validation.invalid_merge(a.invalid, b.invalid))
+        return MomentState(a.count + b.count, mean, m2, validation.invalid_merge(a.invalid, b.invalid),
+                           validation.invalid_merge(a.nonfinite, b.nonfinite))
 
     def check(data, labels):
         check_points(name, data, labels)
@@ -157,15 +179,17 @@ def calinski_harabasz_score(*, num_clusters: Optional[int] = None) -> Metric:
         if bool(bad.any()):
             raise ValueError(f"{name}: labels must be in [0, {k}) (num_clusters={k}); "
                              f"found {validation.quote(labels[bad])}")
+        check_finite(name, data)
 
     def finish(s: MomentState):
         validation.invalid_report(name, f"labels in [0, {k})", s.invalid)
+        validation.invalid_report(name, FINITE_RULE, s.nonfinite)
         counts = s.count.to(torch.float64)
         mean = s.mean if s.mean.shape[1] else torch.zeros(k, 1, dtype=torch.float64)
         return _ch_value(counts, mean, s.m2.sum())
 
     fam = Family(name="cluster_moments", key=(k,), init=init, update=update, merge=merge, check=check,
-                 reductions=MomentState(count="sum", mean=None, m2=None, invalid=None))
+                 reductions=MomentState(count="sum", mean=None, m2=None, invalid=None, nonfinite=None))
     return fam.metric(name, finish, higher_is_better=True, bounds=(0.0, None))
 
 
