@@ -205,3 +205,142 @@ def test_ms_ssim_inferred_range_scores_a_black_pair_as_one():
         want = pm.ms_ssim(p[i:i + 1], t[i:i + 1], data_range=dr, win_size=5, win_sigma=0.5, size_average=False)
         assert float(got[i]) == pytest.approx(float(want), rel=1e-5)  # its window taps are float32
     assert float(got[2]) == 1.0
+
+
+# ------------------------------------------------------------------ NaN / inf: nan_strategy (default "error")
+
+from fmetrics import validation  # noqa: E402
+from tests.cases.image import CASES as _CASES  # noqa: E402
+
+_FLOAT_CASES = [c for c in _CASES if c.id not in ("psnr-uint8-tuple-range", "ssim-uint8")]  # uint8: always finite
+
+
+def _clean(case):
+    """The case's batches joined into one batch (every image metric's inputs share the batch axis)."""
+    batches = [b for b in case.batches(0) if b[0].shape[0]]
+    return tuple(torch.cat([b[i] for b in batches]) for i in range(len(batches[0])))
+
+
+def _poisoned(inputs, value=float("nan")):
+    """``inputs`` with a copy of image 0 inserted at position 1, one of its entries set to ``value``."""
+    out = []
+    for k, x in enumerate(inputs):
+        extra = x[:1].clone()
+        if k == 0:
+            extra.view(-1)[min(3, extra.numel() - 1)] = value
+        out.append(torch.cat([x[:1], extra, x[1:]]))
+    return tuple(out)
+
+
+def _close(a, b, what):
+    a = a if isinstance(a, (tuple, list)) else (a,)
+    b = b if isinstance(b, (tuple, list)) else (b,)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(torch.as_tensor(x).double(), torch.as_tensor(y).double(), rtol=2e-5, atol=1e-6,
+                                   equal_nan=True, msg=what)
+
+
+def _kw(case, **extra):
+    return {**case.kwargs, **extra}
+
+
+@pytest.mark.parametrize("case", _FLOAT_CASES, ids=[c.id for c in _FLOAT_CASES])
+def test_nonfinite_input_error_ignore_deferred_disable(case):
+    clean = _clean(case)
+    bad = _poisoned(clean, float("inf") if "psnr" in case.id else float("nan"))
+    m = case.factory(**case.kwargs)
+    # "error" (default), CPU eager: raises at once naming the metric and the input; the state is untouched
+    s = m.update(m.init(), *clean)
+    with pytest.raises(ValueError, match=rf"^{m.name}: \w+ must be finite \(nan_strategy='error'\); found (nan|inf)"):
+        m.update(s, *bad)
+    _close(m.finalize(m.update(s, *clean)), m(*(torch.cat([x, x]) for x in clean)), "state after a rejected update")
+    # "ignore": the image with the non-finite entry is left out (the case's oracle on the clean images);
+    # PSNR over every entry (dim=None) leaves out that entry only, as MSE
+    if case.factory is fi.peak_signal_noise_ratio and "dim" not in case.kwargs:
+        keep = torch.isfinite(bad[0])
+        want = case.reference(bad[0][keep], bad[1][keep])
+    else:
+        want = case.reference(*clean) if case.reference is not None else m(*clean)
+    _close(case.factory(**_kw(case, nan_strategy="ignore"))(*bad), want, "ignore")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _close(case.factory(**_kw(case, nan_strategy="warn"))(*bad), want, "warn")
+    assert any("1 input entry broke the rule: images must be finite" in str(w.message) for w in seen)
+    # deferred (as on a GPU, or compiled): counted, and finalize raises; the valid images were kept
+    with validation.mode("deferred"):
+        s = m.update(m.update(m.init(), *clean), *bad)
+    with pytest.raises(ValueError, match=rf"^{m.name}: 1 input entry broke the rule: images must be finite"):
+        m.finalize(s)
+    ignore = case.factory(**_kw(case, nan_strategy="ignore"))
+    _close(ignore.finalize(s), ignore(*(torch.cat([x, y]) for x, y in zip(clean, bad))), "deferred state")
+
+
+def test_nan_strategy_disable_propagates_and_bad_values_are_rejected():
+    p, t = _batch_with_black_pair()
+    p[1, 0, 3, 3] = float("nan")
+    assert math.isnan(float(fi.structural_similarity_index_measure(nan_strategy="disable")(p, t)))
+    assert math.isnan(float(fi.peak_signal_noise_ratio(nan_strategy="disable", data_range=1.0)(p, t)))
+    with pytest.raises(ValueError, match=r"structural_similarity_index_measure: argument `nan_strategy` expected one "
+                                         r"of \('error', 'warn', 'ignore', 'disable'\), got 'drop'"):
+        fi.structural_similarity_index_measure(nan_strategy="drop")
+
+
+def test_psnr_nan_strategy_leaves_entries_out_like_scikit_image_on_the_rest():
+    import skimage.metrics as skm
+    g = torch.Generator().manual_seed(3)
+    t = torch.rand(2, 1, 8, 8, generator=g, dtype=torch.float64)
+    p = (t + 0.1 * torch.randn(2, 1, 8, 8, generator=g, dtype=torch.float64)).clamp(0, 1)
+    p2 = p.clone()
+    p2[0, 0, 0, 0] = float("nan")
+    keep = torch.ones_like(p, dtype=torch.bool)
+    keep[0, 0, 0, 0] = False
+    want = skm.peak_signal_noise_ratio(t[keep].numpy(), p[keep].numpy(), data_range=float(t.max() - t.min()))
+    assert float(fi.peak_signal_noise_ratio(nan_strategy="ignore")(p2, t)) == pytest.approx(want, rel=1e-9)
+
+
+# ------------------------------------------------------------------ zero-size images
+
+@pytest.mark.parametrize("make,args", [
+    (lambda: fi.structural_similarity_index_measure(), lambda x: (x, x)),
+    (lambda: fi.peak_signal_noise_ratio_with_blocked_effect(data_range=1.0), lambda x: (x[:, :1], x[:, :1])),
+    (lambda: fi.spectral_angle_mapper(), lambda x: (x, x)),
+    (lambda: fi.total_variation(), lambda x: (x,)),
+    (lambda: fi.image_gradients(), lambda x: (x,)),
+    (lambda: fi.frechet_inception_distance(feature=torch.nn.Flatten()), lambda x: (x, True)),
+])
+def test_images_without_pixels_are_rejected(make, args):
+    m = make()
+    for shape in ((2, 3, 0, 5), (2, 3, 5, 0), (2, 0, 5, 5)):
+        with pytest.raises(ValueError, match=rf"^{m.name}: argument `\w+` expected images with at least one channel "
+                                             r"and one pixel.*got shape"):
+            m.update(m.init(), *args(torch.zeros(shape)))
+
+
+@pytest.mark.parametrize("make,args,defined", [
+    (lambda: fi.structural_similarity_index_measure(), lambda x: (x, x), None),
+    (lambda: fi.multiscale_structural_similarity_index_measure(), lambda x: (x, x), None),
+    (lambda: fi.peak_signal_noise_ratio(), lambda x: (x, x), None),
+    (lambda: fi.peak_signal_noise_ratio_with_blocked_effect(data_range=1.0), lambda x: (x[:, :1], x[:, :1]), None),
+    (lambda: fi.total_variation(reduction="mean"), lambda x: (x,), None),
+    (lambda: fi.root_mean_squared_error_using_sliding_window(), lambda x: (x, x), None),
+    (lambda: fi.relative_average_spectral_error(), lambda x: (x, x), None),
+    (lambda: fi.spectral_distortion_index(), lambda x: (x, x), None),
+    (lambda: fi.frechet_inception_distance(feature=torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1),
+                                                                       torch.nn.Flatten())), lambda x: (x, True), None),
+    (lambda: fi.inception_score(feature=torch.nn.Flatten()), lambda x: (x,), None),
+    (lambda: fi.total_variation(), lambda x: (x,), 0.0),  # the empty sum
+    (lambda: fi.structural_similarity_index_measure(reduction="sum"), lambda x: (x, x), 0.0),
+])
+def test_empty_batch_follows_the_empty_input_rule(make, args, defined):
+    m = make()
+    s = m.update(m.init(), *args(torch.zeros(0, 3, 176, 176)))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        v = m.finalize(s)
+    v = v[0] if isinstance(v, tuple) else v
+    msgs = [str(w.message) for w in seen]
+    if defined is None:
+        assert math.isnan(float(v))
+        assert any(msg.startswith(m.name) and ("no samples were seen" in msg or "fewer than" in msg) for msg in msgs)
+    else:
+        assert float(v) == defined and not msgs

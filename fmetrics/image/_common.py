@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
 
 from fmetrics import validation
+from fmetrics.image import _finite
 from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
 
@@ -91,7 +93,16 @@ def images(name: str, preds, target, ndims: Sequence[int] = (4,), same_dtype: bo
         raise validation.fail(name, "target", f"the shape of preds {tuple(preds.shape)}", tuple(target.shape))
     if same_dtype and preds.dtype != target.dtype:
         raise validation.fail(name, "target", f"the dtype of preds ({preds.dtype})", target.dtype)
+    check_pixels(name, "preds", preds)
     return preds, target
+
+
+def check_pixels(name: str, arg: str, x: torch.Tensor) -> None:
+    """Images with no channel or no pixel (``C``, ``H`` or ``W`` of 0) have no value: an error. An empty batch
+    (``N = 0``) is no data: the empty-input rule (docs/conventions.md)."""
+    if 0 in x.shape[1:]:
+        raise validation.fail(name, arg, "images with at least one channel and one pixel (an image with no pixel "
+                              "has no value; an empty batch (N = 0) is fine)", f"shape {tuple(x.shape)}")
 
 
 def as_float(x: torch.Tensor) -> torch.Tensor:
@@ -134,51 +145,78 @@ def range_value(data_range, preds: torch.Tensor, target: torch.Tensor) -> torch.
 # ------------------------------------------------------------------ per-image score state
 
 class ScoreSum(NamedTuple):
-    total: torch.Tensor  # float64 (): sum of the scores
-    count: torch.Tensor  # int64 (): number of scores
+    total: torch.Tensor      # float64 (): sum of the scores
+    count: torch.Tensor      # int64 (): number of scores
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
 class ScoreCat(NamedTuple):
-    values: tuple  # chunks of scores, batch first
+    values: tuple            # chunks of scores, batch first
+    valid: tuple             # chunks (n,) bool: False for the images left out (nan_strategy)
+    nonfinite: torch.Tensor  # int64 ()
 
 
-def scored(name: str, scores: Callable, reduction, key: tuple, *, empty_shape: tuple = (0,),
-           post: Optional[Callable] = None, check: Optional[Callable] = None, **metadata) -> Metric:
+def warn_empty(name: str, n) -> None:
+    """The empty-input rule (docs/conventions.md): a mean over no image is NaN, and ``finalize`` says so."""
+    if int(n) == 0:
+        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
+                      UserWarning, stacklevel=3)
+
+
+def scored(name: str, scores: Callable, reduction, key: tuple, *, nan_strategy: str = "error",
+           names: tuple = ("preds", "target"), empty_shape: tuple = (0,), post: Optional[Callable] = None,
+           **metadata) -> Metric:
     """A metric over ``scores(*inputs) -> tensor`` with the batch first.
 
     ``reduction``: ``"elementwise_mean"`` (mean of every score entry), ``"sum"``,
     ``"none"``/``None`` (the scores, joined along the batch). ``post`` maps the
-    reduced float64 value (e.g. PSNR from a mean squared error).
+    reduced float64 value (e.g. PSNR from a mean squared error). Images with
+    non-finite entries follow ``nan_strategy`` (`fmetrics.image._finite`; ``names``: the inputs in its messages).
     """
     check_choice(name, "reduction", reduction, REDUCTIONS)
+    _finite.check_strategy(name, nan_strategy)
     post = post or (lambda v: v)
+    zero = lambda: torch.zeros((), dtype=torch.int64)  # noqa: E731
     if reduction in ("elementwise_mean", "sum"):
         def init():
-            return ScoreSum(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64))
+            return ScoreSum(torch.zeros((), dtype=accum_dtype()), zero(), zero())
 
         def update(state, *inputs):
             values = scores(*inputs)
-            return ScoreSum(state.total + values.sum(dtype=state.total.dtype), state.count + values.numel())
+            screened = _finite.screen(nan_strategy, *inputs)
+            ok = None if screened is None else screened[0]
+            per_image = math.prod(values.shape[1:])
+            return ScoreSum(state.total + _finite.keep(ok, values).sum(dtype=state.total.dtype),
+                            state.count + _finite.kept(ok, values.shape[0]) * per_image,
+                            _finite.counted(state.nonfinite, screened))
 
         def finalize(state):
+            _finite.report(name, nan_strategy, state.nonfinite)
             if reduction == "sum":
                 return post(state.total)
+            warn_empty(name, state.count)
             return post(state.total / state.count)
 
-        tags = ScoreSum(total="sum", count="sum")
+        tags = ScoreSum(total="sum", count="sum", nonfinite="sum")
     else:
         def init():
-            return ScoreCat(())
+            return ScoreCat((), (), zero())
 
         def update(state, *inputs):
-            return ScoreCat((scores(*inputs).detach().to(accum_dtype()),))
+            values = scores(*inputs).detach().to(accum_dtype())
+            screened = _finite.screen(nan_strategy, *inputs)
+            ok = None if screened is None else screened[0]
+            return ScoreCat((values,), (_finite.flags(ok, values),), _finite.counted(state.nonfinite, screened))
 
         def finalize(state):
-            return post(cat_chunks(state.values, torch.zeros(empty_shape, dtype=accum_dtype())))
+            _finite.report(name, nan_strategy, state.nonfinite)
+            values = cat_chunks(state.values, torch.zeros(empty_shape, dtype=accum_dtype()))
+            return post(values[cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))])
 
-        tags = ScoreCat(values="cat")
+        tags = ScoreCat(values="cat", valid="cat", nonfinite="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  state_key=("image.scored", *key, reduction), reductions=tags, check=check, **metadata)
+                  state_key=("image.scored", *key, reduction, nan_strategy == "disable"), reductions=tags,
+                  check=_finite.eager_check(name, names, nan_strategy), **metadata)
 
 
 # ------------------------------------------------------------------ filtering

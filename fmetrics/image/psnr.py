@@ -9,6 +9,8 @@ import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.image import _common as c
+from fmetrics.image import _finite
+from fmetrics.image._finite import NanStrategy
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import accum_dtype, merge_fields
@@ -19,6 +21,7 @@ class PSNRState(NamedTuple):
     count: torch.Tensor  # int64 (): number of entries
     lo: torch.Tensor     # float64 (): smallest target value (inferred data range)
     hi: torch.Tensor     # float64 (): largest target value
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy: those pairs are left out)
 
 
 def _sse(p: torch.Tensor, t: torch.Tensor, dims=None) -> torch.Tensor:
@@ -48,6 +51,7 @@ def peak_signal_noise_ratio(
     base: float = 10.0,
     reduction: Literal["elementwise_mean", "sum", "none", None] = "elementwise_mean",
     dim: Optional[Union[int, Sequence[int]]] = None,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Peak signal-to-noise ratio ``10 log_base(L^2 / MSE)`` in decibels (``base`` 10).
 
@@ -65,6 +69,9 @@ def peak_signal_noise_ratio(
         ``"elementwise_mean"`` (default), ``"sum"``, ``"none"``/``None``.
       dim: axes the per-slice MSE reduces over, e.g. ``(1, 2, 3)`` for one PSNR
         per image. Default ``None``.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: tensors of one shape (any), float or integer.
@@ -83,6 +90,7 @@ def peak_signal_noise_ratio(
     data_range = c.check_data_range(name, data_range)
     c.check_positive(name, "base", base)
     c.check_choice(name, "reduction", reduction, c.REDUCTIONS)
+    _finite.check_strategy(name, nan_strategy)
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
@@ -101,25 +109,35 @@ def peak_signal_noise_ratio(
                 n *= p.shape[d]
             return _to_db(_sse(p, t, dims) / n / span ** 2, base)
 
-        return c.scored(name, scores, reduction, key=("psnr", dims, data_range, base),
+        return c.scored(name, scores, reduction, key=("psnr", dims, data_range, base), nan_strategy=nan_strategy,
                         higher_is_better=True, is_differentiable=True)
 
     def init():
         acc = accum_dtype()
         return PSNRState(torch.zeros((), dtype=acc), torch.zeros((), dtype=torch.int64),
-                         torch.full((), math.inf, dtype=acc), torch.full((), -math.inf, dtype=acc))
+                         torch.full((), math.inf, dtype=acc), torch.full((), -math.inf, dtype=acc),
+                         torch.zeros((), dtype=torch.int64))
 
     def update(state, preds, target):
         preds, target = _pair(name, preds, target)
         p, t = c.common_float(c.clamp_range(preds, data_range), c.clamp_range(target, data_range))
-        lo, hi = state.lo, state.hi
-        if data_range is None and t.numel():
+        n, nonfinite, lo, hi = t.numel(), state.nonfinite, state.lo, state.hi
+        if _finite.active(nan_strategy, *(x for x in (preds, target) if x.is_floating_point())):  # by entry, as MSE
+            bad = ~(torch.isfinite(preds) & torch.isfinite(target))
+            n, nonfinite = n - validation.count(bad), nonfinite + validation.count(bad)
+            if data_range is None and t.numel():
+                lo = torch.minimum(lo, torch.where(bad, math.inf, t).amin().to(lo.dtype))
+                hi = torch.maximum(hi, torch.where(bad, -math.inf, t).amax().to(hi.dtype))
+            p, t = torch.where(bad, 0, p), torch.where(bad, 0, t)
+        elif data_range is None and t.numel():
             t_lo, t_hi = torch.aminmax(t)  # one pass
             lo = torch.minimum(lo, t_lo.to(lo.dtype))
             hi = torch.maximum(hi, t_hi.to(hi.dtype))
-        return PSNRState(state.sse + _sse(p, t), state.count + t.numel(), lo, hi)
+        return PSNRState(state.sse + _sse(p, t), state.count + n, lo, hi, nonfinite)
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        c.warn_empty(name, state.count)
         if data_range is None:
             span2 = (state.hi - state.lo) ** 2
         else:
@@ -127,9 +145,10 @@ def peak_signal_noise_ratio(
             span2 = torch.tensor(span ** 2, dtype=state.sse.dtype)
         return _to_db(state.sse / state.count / span2, base)
 
-    tags = PSNRState(sse="sum", count="sum", lo="min", hi="max")
+    tags = PSNRState(sse="sum", count="sum", lo="min", hi="max", nonfinite="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  reductions=tags, higher_is_better=True, is_differentiable=True)
+                  reductions=tags, higher_is_better=True, is_differentiable=True,
+                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
 
 
 def _pair(name, preds, target):
@@ -144,6 +163,7 @@ class PSNRBState(NamedTuple):
     count: torch.Tensor   # int64 (): entries
     bef: torch.Tensor     # float64 (): sum of per-image blocking-effect factors
     images: torch.Tensor  # int64 (): images
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
 def blocking_effect(x: torch.Tensor, block_size: int) -> torch.Tensor:
@@ -169,7 +189,7 @@ def blocking_effect(x: torch.Tensor, block_size: int) -> torch.Tensor:
 
 @factory
 def peak_signal_noise_ratio_with_blocked_effect(*, data_range: Union[float, tuple],
-                                                block_size: int = 8) -> Metric:
+                                                block_size: int = 8, nan_strategy: NanStrategy = "error") -> Metric:
     """PSNR-B (Yim & Bovik 2011): ``10 log10(L^2 / (MSE + BEF))`` for block-coded grayscale images.
 
     ``MSE`` is over every pixel seen and ``BEF`` the mean over images of the
@@ -180,6 +200,9 @@ def peak_signal_noise_ratio_with_blocked_effect(*, data_range: Union[float, tupl
     Args:
       data_range: ``L``: a number, or ``(min, max)`` (inputs clamped to it). Required.
       block_size: the coding block side ``B``. Default 8.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: grayscale images ``(N, 1, H, W)``, float or integer.
@@ -197,27 +220,38 @@ def peak_signal_noise_ratio_with_blocked_effect(*, data_range: Union[float, tupl
     """
     name = "peak_signal_noise_ratio_with_blocked_effect"
     data_range = c.check_data_range(name, data_range, required=True)
+    _finite.check_strategy(name, nan_strategy)
     c.check_positive(name, "block_size", block_size, integer=True)
     span = data_range[1] - data_range[0] if isinstance(data_range, tuple) else data_range
 
     def init():
         acc = accum_dtype()
         z = torch.zeros((), dtype=torch.int64)
-        return PSNRBState(torch.zeros((), dtype=acc), z, torch.zeros((), dtype=acc), z)
+        return PSNRBState(torch.zeros((), dtype=acc), z, torch.zeros((), dtype=acc), z.clone(), z.clone())
 
     def update(state, preds, target):
         preds, target = c.images(name, preds, target)
         if preds.shape[1] != 1:
             raise validation.fail(name, "preds", "grayscale images (N, 1, H, W)", f"shape {tuple(preds.shape)}")
         p, t = c.common_float(c.clamp_range(preds, data_range), c.clamp_range(target, data_range))
-        bef = blocking_effect(p, block_size).sum().to(state.bef.dtype)
-        return PSNRBState(state.sse + _sse(p, t), state.count + t.numel(), state.bef + bef,
-                          state.images + p.shape[0])
+        screened = _finite.screen(nan_strategy, preds, target)
+        if screened is None:
+            sse, bef, n = _sse(p, t), blocking_effect(p, block_size).sum(), p.shape[0]
+        else:  # the images with a non-finite entry left out
+            ok = screened[0]
+            sse = _finite.keep(ok, _sse(p, t, dims=(1, 2, 3))).sum()
+            bef, n = _finite.keep(ok, blocking_effect(p, block_size)).sum(), validation.count(ok)
+        return PSNRBState(state.sse + sse, state.count + n * math.prod(p.shape[1:]),
+                          state.bef + bef.to(state.bef.dtype), state.images + n,
+                          _finite.counted(state.nonfinite, screened))
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        c.warn_empty(name, state.images)
         mse_b = state.sse / state.count + state.bef / state.images
         return 10 * torch.log10(span ** 2 / mse_b)
 
-    tags = PSNRBState(sse="sum", count="sum", bef="sum", images="sum")
+    tags = PSNRBState(sse="sum", count="sum", bef="sum", images="sum", nonfinite="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  reductions=tags, higher_is_better=True, is_differentiable=True)
+                  reductions=tags, higher_is_better=True, is_differentiable=True,
+                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))

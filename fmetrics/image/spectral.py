@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.image import _common as c
+from fmetrics.image import _finite
+from fmetrics.image._finite import NanStrategy
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import accum_dtype, merge_fields
@@ -33,12 +35,15 @@ def _n():
 # ------------------------------------------------------------------ SAM, ERGAS
 
 @factory
-def spectral_angle_mapper(*, reduction: Reduction = "elementwise_mean") -> Metric:
+def spectral_angle_mapper(*, reduction: Reduction = "elementwise_mean", nan_strategy: NanStrategy = "error") -> Metric:
     """Spectral angle ``arccos(<p, t> / (|p| |t|))`` between the pixel spectra (channel vectors), in radians.
 
     Args:
       reduction: ``"elementwise_mean"`` (default) over every pixel; ``"sum"``;
         ``"none"``/``None``: the angle maps ``(N, H, W)``.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` with ``C >= 2`` bands.
@@ -64,18 +69,23 @@ def spectral_angle_mapper(*, reduction: Reduction = "elementwise_mean") -> Metri
         cos = (p * t).sum(dim=1) / (p.norm(dim=1) * t.norm(dim=1))
         return torch.clamp(cos, -1, 1).acos().detach()
 
-    return c.scored(name, scores, reduction, key=("sam",), empty_shape=(0, 0, 0), higher_is_better=False,
+    return c.scored(name, scores, reduction, key=("sam",), nan_strategy=nan_strategy, empty_shape=(0, 0, 0),
+                    higher_is_better=False,
                     is_differentiable=True, bounds=(0.0, math.pi))
 
 
 @factory
 def error_relative_global_dimensionless_synthesis(*, ratio: float = 4,
-                                                  reduction: Reduction = "elementwise_mean") -> Metric:
+                                                  reduction: Reduction = "elementwise_mean",
+                                                  nan_strategy: NanStrategy = "error") -> Metric:
     """ERGAS ``100 / ratio * sqrt(mean_bands (RMSE_b / mean(target_b))^2)`` per image.
 
     Args:
       ratio: ratio of the high- to low-resolution pixel sizes. Default 4.
       reduction: ``"elementwise_mean"`` (default) over images; ``"sum"``; ``"none"``/``None``.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` images.
@@ -101,7 +111,7 @@ def error_relative_global_dimensionless_synthesis(*, ratio: float = 4,
         rmse = ((p - t) ** 2).mean(dim=2).sqrt()
         return (100 / ratio * ((rmse / t.mean(dim=2)) ** 2).mean(dim=1).sqrt()).detach()
 
-    return c.scored(name, scores, reduction, key=("ergas", ratio), higher_is_better=False,
+    return c.scored(name, scores, reduction, key=("ergas", ratio), nan_strategy=nan_strategy, higher_is_better=False,
                     is_differentiable=True, bounds=(0.0, None))
 
 
@@ -129,12 +139,14 @@ class RMSESWState(NamedTuple):
     total: torch.Tensor   # float64 (): sum of per-image mean RMSE (cropped maps)
     images: torch.Tensor  # int64 ()
     rmse_map: torch.Tensor  # float64 () or (C, H, W): sum of per-image RMSE maps
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
 class RASEState(NamedTuple):
     rmse_map: torch.Tensor    # float64 () or (C, H, W): sum of per-image RMSE maps
     target_map: torch.Tensor  # float64 () or (C, H, W): sum of per-image local target means
     images: torch.Tensor      # int64 ()
+    nonfinite: torch.Tensor   # int64 (): non-finite input entries (nan_strategy)
 
 
 def _rmse_maps(name, preds, target, window):
@@ -149,12 +161,16 @@ def _rmse_maps(name, preds, target, window):
 
 
 @factory
-def root_mean_squared_error_using_sliding_window(*, window_size: int = 8, return_rmse_map: bool = False) -> Metric:
+def root_mean_squared_error_using_sliding_window(*, window_size: int = 8, return_rmse_map: bool = False,
+                                                 nan_strategy: NanStrategy = "error") -> Metric:
     """RMSE over sliding ``window_size`` windows, averaged over the map (border of ``round(w/2)`` cropped) and images.
 
     Args:
       window_size: window side. Default 8.
       return_rmse_map: also return the mean RMSE map ``(C, H, W)`` over images.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` images.
@@ -171,26 +187,32 @@ def root_mean_squared_error_using_sliding_window(*, window_size: int = 8, return
     name = "root_mean_squared_error_using_sliding_window"
     c.check_positive(name, "window_size", window_size, integer=True)
     c.check_bool(name, "return_rmse_map", return_rmse_map)
+    _finite.check_strategy(name, nan_strategy)
 
     def update(state, preds, target):
         rmse, _, crop = _rmse_maps(name, preds, target, window_size)
-        rmse = rmse.detach()
+        screened = _finite.screen(nan_strategy, preds, target)
+        ok = None if screened is None else screened[0]
+        rmse = _finite.keep(ok, rmse.detach())
         inner = rmse[:, :, crop:-crop, crop:-crop]
         per_image = inner.mean(dim=(1, 2, 3)) if inner.numel() else rmse.new_zeros(rmse.shape[0])
-        return RMSESWState(state.total + per_image.sum(), state.images + rmse.shape[0],
-                           state.rmse_map + rmse.sum(0))
+        return RMSESWState(state.total + per_image.sum(), state.images + _finite.kept(ok, rmse.shape[0]),
+                           state.rmse_map + rmse.sum(0), _finite.counted(state.nonfinite, screened))
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        c.warn_empty(name, state.images)
         value = state.total / state.images
         return (value, state.rmse_map / state.images) if return_rmse_map else value
 
-    tags = RMSESWState(total="sum", images="sum", rmse_map="sum")
-    return Metric(init=lambda: RMSESWState(_z(), _n(), _z()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map"), higher_is_better=False, bounds=(0.0, None))
+    tags = RMSESWState(total="sum", images="sum", rmse_map="sum", nonfinite="sum")
+    return Metric(init=lambda: RMSESWState(_z(), _n(), _z(), _n()), update=update, merge=merge_fields(tags),
+                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map"), higher_is_better=False,
+                  bounds=(0.0, None), check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
 
 
 @factory
-def relative_average_spectral_error(*, window_size: int = 8) -> Metric:
+def relative_average_spectral_error(*, window_size: int = 8, nan_strategy: NanStrategy = "error") -> Metric:
     """RASE: ``100 / mean_c(mu_t) * sqrt(mean_c RMSE^2)`` over sliding windows, cropped and averaged.
 
     ``RMSE`` and ``mu_t`` (local target mean) are the maps averaged over every
@@ -199,6 +221,9 @@ def relative_average_spectral_error(*, window_size: int = 8) -> Metric:
 
     Args:
       window_size: window side. Default 8.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` images of one size.
@@ -214,23 +239,33 @@ def relative_average_spectral_error(*, window_size: int = 8) -> Metric:
     """
     name = "relative_average_spectral_error"
     c.check_positive(name, "window_size", window_size, integer=True)
+    _finite.check_strategy(name, nan_strategy)
 
     def update(state, preds, target):
         rmse, t, _ = _rmse_maps(name, preds, target, window_size)
         mean_t = _uniform(t, window_size)
-        return RASEState(state.rmse_map + rmse.detach().sum(0), state.target_map + mean_t.detach().sum(0),
-                         state.images + rmse.shape[0])
+        screened = _finite.screen(nan_strategy, preds, target)
+        ok = None if screened is None else screened[0]
+        return RASEState(state.rmse_map + _finite.keep(ok, rmse.detach()).sum(0),
+                         state.target_map + _finite.keep(ok, mean_t.detach()).sum(0),
+                         state.images + _finite.kept(ok, rmse.shape[0]), _finite.counted(state.nonfinite, screened))
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        if not int(state.images):  # no image: no map to crop
+            c.warn_empty(name, state.images)
+            return torch.full((), float("nan"), dtype=state.rmse_map.dtype)
         crop = round(window_size / 2)
         rmse = state.rmse_map / state.images
         mean_t = (state.target_map / state.images).mean(0)
         rase = 100 / mean_t * torch.sqrt((rmse ** 2).mean(0))
         return rase[crop:-crop, crop:-crop].mean()
 
-    tags = RASEState(rmse_map="sum", target_map="sum", images="sum")
-    return Metric(init=lambda: RASEState(_z(), _z(), _n()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map", "target_map"), higher_is_better=False, bounds=(0.0, None))
+    tags = RASEState(rmse_map="sum", target_map="sum", images="sum", nonfinite="sum")
+    return Metric(init=lambda: RASEState(_z(), _z(), _n(), _n()), update=update, merge=merge_fields(tags),
+                  finalize=finalize, name=name, reductions=_gathered_maps(tags, "rmse_map", "target_map"),
+                  higher_is_better=False, bounds=(0.0, None),
+                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
 
 
 # ------------------------------------------------------------------ spatial correlation coefficient
@@ -271,7 +306,8 @@ def _scc_maps(p: torch.Tensor, t: torch.Tensor, hp: torch.Tensor, window: int) -
 
 @factory
 def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None, window_size: int = 8,
-                                    reduction: Optional[Literal["mean", "none"]] = "mean") -> Metric:
+                                    reduction: Optional[Literal["mean", "none"]] = "mean",
+                                    nan_strategy: NanStrategy = "error") -> Metric:
     """Spatial correlation coefficient (Zhou et al. 1998): local correlation of high-pass filtered images.
 
     Each channel is high-pass filtered (``hp_filter``, symmetric borders, times
@@ -283,6 +319,9 @@ def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None,
         3x3 Laplacian ``[[-1,-1,-1],[-1,8,-1],[-1,-1,-1]]``.
       window_size: window side. Default 8.
       reduction: ``"mean"`` (default) over every map entry, or ``"none"``: per image.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` (or ``(N, H, W)``) images, ``H, W >= window_size``.
@@ -317,7 +356,7 @@ def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None,
         return maps if reduction == "mean" else maps.mean(dim=(1, 2, 3))
 
     return c.scored(name, scores, "elementwise_mean" if reduction == "mean" else "none",
-                    key=("scc", window_size), higher_is_better=True,
+                    key=("scc", window_size), nan_strategy=nan_strategy, higher_is_better=True,
                     bounds=(-1.0, 1.0)).replace(state_key=None)
 
 
@@ -326,8 +365,9 @@ def spatial_correlation_coefficient(*, hp_filter: Optional[torch.Tensor] = None,
 UQI_TAPS = tuple(c.gaussian_1d(11, 1.5).tolist())
 
 
-def _uqi_sums(a: torch.Tensor, b: torch.Tensor):
-    """Sums of the UQI maps (11x11, sigma 1.5, valid) of channel pairs ``a[:, i]`` vs ``b[:, i]``: ``(C,)``, entries per image."""
+def _uqi_sums(a: torch.Tensor, b: torch.Tensor, ok=None):
+    """Sums of the UQI maps (11x11, sigma 1.5, valid) of channel pairs ``a[:, i]`` vs ``b[:, i]``: ``(C,)``, entries
+    per image; the images that are not ``ok`` (nan_strategy) are left out."""
     if min(a.shape[2:]) < 11:
         raise ValueError("the universal image quality index needs images of at least 11 x 11")
     kernels = (UQI_TAPS, UQI_TAPS)
@@ -335,17 +375,17 @@ def _uqi_sums(a: torch.Tensor, b: torch.Tensor):
     mp, mt, vsum, cov = moment_sums(a, b, kernels)
     eps = torch.finfo(a.dtype).eps
     q = (4 * cov * mp * mt) / (vsum * (mp * mp + mt * mt) + eps)
-    return q.to(torch.float64).sum(dim=(0, 2, 3)), q.shape[2] * q.shape[3]
+    return _finite.keep(ok, q.to(torch.float64)).sum(dim=(0, 2, 3)), q.shape[2] * q.shape[3]
 
 
-def _band_pairs(x: torch.Tensor):
-    """UQI sums between every pair of bands ``(L, L)`` (upper triangle), entries per image pair."""
+def _band_pairs(x: torch.Tensor, ok=None):
+    """UQI sums between every pair of bands ``(L, L)`` (upper triangle), entries per image pair (``ok`` images)."""
     length = x.shape[1]
     table = torch.zeros(length, length, dtype=torch.float64, device=x.device)
     if length < 2:
         return table, 1
     rows, cols = torch.triu_indices(length, length, 1, device=x.device)  # pairs l < r, built on the device
-    sums, entries = _uqi_sums(x.index_select(1, rows), x.index_select(1, cols))
+    sums, entries = _uqi_sums(x.index_select(1, rows), x.index_select(1, cols), ok)
     table = table.index_put((rows, cols), sums)
     return table + table.T, entries
 
@@ -355,22 +395,26 @@ class DLambdaState(NamedTuple):
     q_target: torch.Tensor  # float64 () or (L, L): the same for target
     n_preds: torch.Tensor   # int64 (): map entries per band pair, summed over images
     n_target: torch.Tensor  # int64 ()
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
-def _dlambda_update(name, state, preds, target):
+def _dlambda_update(name, nan_strategy, state, preds, target):
     preds, target = c.real(name, "preds", preds), c.real(name, "target", target)
     if preds.dim() != 4 or target.dim() != 4 or preds.shape[:2] != target.shape[:2]:
         raise validation.fail(name, "target", f"(N, C, h, w) images with the (N, C) of preds {tuple(preds.shape)}",
                               tuple(target.shape))
     p, t = c.common_float(preds, target)
+    screened = _finite.screen(nan_strategy, preds, target)
+    ok = None if screened is None else screened[0]
     try:
-        qp, ep = _band_pairs(p.detach())
-        qt, et = _band_pairs(t.detach())
+        qp, ep = _band_pairs(p.detach(), ok)
+        qt, et = _band_pairs(t.detach(), ok)
     except ValueError as err:
         raise validation.fail(name, "preds", "images of at least 11 x 11 (the UQI window)",
                               f"shapes {tuple(preds.shape)}, {tuple(target.shape)}") from err
-    return DLambdaState(state.q_preds + qp, state.q_target + qt, state.n_preds + ep * p.shape[0],
-                        state.n_target + et * t.shape[0])
+    n = _finite.kept(ok, p.shape[0])
+    return DLambdaState(state.q_preds + qp, state.q_target + qt, state.n_preds + ep * n, state.n_target + et * n,
+                        _finite.counted(state.nonfinite, screened))
 
 
 def _dlambda_value(state, p):
@@ -384,10 +428,10 @@ def _dlambda_value(state, p):
 
 
 def _dl_init():
-    return DLambdaState(_z(), _z(), _n(), _n())
+    return DLambdaState(_z(), _z(), _n(), _n(), _n())
 
 
-DL_TAGS = DLambdaState(q_preds="sum", q_target="sum", n_preds="sum", n_target="sum")
+DL_TAGS = DLambdaState(q_preds="sum", q_target="sum", n_preds="sum", n_target="sum", nonfinite="sum")
 
 
 def _gathered_maps(tags, *fields):
@@ -400,7 +444,8 @@ DL_REDUCE = _gathered_maps(DL_TAGS, "q_preds", "q_target")
 
 
 @factory
-def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise_mean") -> Metric:
+def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise_mean",
+                              nan_strategy: NanStrategy = "error") -> Metric:
     """Spectral distortion ``D_lambda = (1/(L(L-1)) sum_{l != r} |Q(t_l, t_r) - Q(p_l, p_r)|^p)^(1/p)``.
 
     ``Q`` is the universal image quality index (11x11 Gaussian windows, sigma
@@ -410,6 +455,9 @@ def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise
     Args:
       p: order of the norm. Default 1.
       reduction: accepted for torchmetrics compatibility; the value is one number.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, L, H, W)`` fused images and
@@ -428,9 +476,17 @@ def spectral_distortion_index(*, p: int = 1, reduction: Reduction = "elementwise
     name = "spectral_distortion_index"
     c.check_positive(name, "p", p, integer=True)
     c.check_choice(name, "reduction", reduction, c.REDUCTIONS)
-    return Metric(init=_dl_init, update=lambda s, preds, target: _dlambda_update(name, s, preds, target),
-                  merge=merge_fields(DL_TAGS), finalize=lambda s: _dlambda_value(s, p), name=name,
-                  reductions=DL_REDUCE, higher_is_better=False, bounds=(0.0, 1.0))
+    _finite.check_strategy(name, nan_strategy)
+
+    def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        c.warn_empty(name, state.n_target)
+        return _dlambda_value(state, p)
+
+    return Metric(init=_dl_init, update=lambda s, preds, target: _dlambda_update(name, nan_strategy, s, preds, target),
+                  merge=merge_fields(DL_TAGS), finalize=finalize, name=name, reductions=DL_REDUCE,
+                  higher_is_better=False, bounds=(0.0, 1.0),
+                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
 
 
 class DSState(NamedTuple):
@@ -438,13 +494,15 @@ class DSState(NamedTuple):
     q_fused: torch.Tensor  # float64 () or (L,): per-band sums of UQI(preds, pan) maps
     n_ms: torch.Tensor    # int64 ()
     n_fused: torch.Tensor  # int64 ()
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
-DS_TAGS = DSState(q_ms="sum", q_fused="sum", n_ms="sum", n_fused="sum")
+DS_TAGS = DSState(q_ms="sum", q_fused="sum", n_ms="sum", n_fused="sum", nonfinite="sum")
+DS_NAMES = ("preds", "ms", "pan", "pan_lr")
 DS_REDUCE = _gathered_maps(DS_TAGS, "q_ms", "q_fused")
 
 
-def _ds_update(name, window_size, state, preds, ms, pan, pan_lr=None):
+def _ds_update(name, window_size, nan_strategy, state, preds, ms, pan, pan_lr=None):
     for arg, x in (("preds", preds), ("ms", ms), ("pan", pan)) + ((("pan_lr", pan_lr),) if pan_lr is not None else ()):
         c.real(name, arg, x)
         if x.dim() != 4 or x.shape[:2] != preds.shape[:2]:
@@ -458,6 +516,8 @@ def _ds_update(name, window_size, state, preds, ms, pan, pan_lr=None):
         raise validation.fail(name, "pan_lr", f"the spatial size of ms {tuple(ms.shape[-2:])}", tuple(pan_lr.shape))
     if window_size >= ms.shape[-2] or window_size >= ms.shape[-1]:
         raise validation.fail(name, "ms", f"a spatial size larger than window_size={window_size}", tuple(ms.shape))
+    screened = _finite.screen(nan_strategy, preds, ms, pan, pan_lr)
+    ok = None if screened is None else screened[0]
     dt = torch.promote_types(c.as_float(preds).dtype, c.as_float(ms).dtype)
     preds, ms, pan = preds.to(dt).detach(), ms.to(dt).detach(), pan.to(dt).detach()
     if pan_lr is None:
@@ -466,12 +526,13 @@ def _ds_update(name, window_size, state, preds, ms, pan, pan_lr=None):
     else:
         degraded = pan_lr.to(dt).detach()
     try:
-        q1, e1 = _uqi_sums(ms, degraded)
-        q2, e2 = _uqi_sums(preds, pan)
+        q1, e1 = _uqi_sums(ms, degraded, ok)
+        q2, e2 = _uqi_sums(preds, pan, ok)
     except ValueError as err:
         raise validation.fail(name, "ms", "images of at least 11 x 11 (the UQI window)", tuple(ms.shape)) from err
-    n = preds.shape[0]
-    return DSState(state.q_ms + q1, state.q_fused + q2, state.n_ms + e1 * n, state.n_fused + e2 * n)
+    n = _finite.kept(ok, preds.shape[0])
+    return DSState(state.q_ms + q1, state.q_fused + q2, state.n_ms + e1 * n, state.n_fused + e2 * n,
+                   _finite.counted(state.nonfinite, screened))
 
 
 def _ds_value(state, norm_order):
@@ -481,12 +542,12 @@ def _ds_value(state, norm_order):
 
 
 def _ds_init():
-    return DSState(_z(), _z(), _n(), _n())
+    return DSState(_z(), _z(), _n(), _n(), _n())
 
 
 @factory
 def spatial_distortion_index(*, norm_order: int = 1, window_size: int = 7,
-                             reduction: Reduction = "elementwise_mean") -> Metric:
+                             reduction: Reduction = "elementwise_mean", nan_strategy: NanStrategy = "error") -> Metric:
     """Spatial distortion ``D_s = (mean_l |Q(ms_l, pan_lr_l) - Q(fused_l, pan_l)|^q)^(1/q)``.
 
     ``Q``: the universal image quality index averaged over every image seen;
@@ -498,6 +559,9 @@ def spatial_distortion_index(*, norm_order: int = 1, window_size: int = 7,
       window_size: mean-filter side for degrading ``pan``. Default 7.
       reduction: ``"elementwise_mean"`` (default) over bands; ``"sum"``; ``"none"``/``None``
         (accepted as torchmetrics: with ``"sum"`` the bands are summed before the root).
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, ms, pan, pan_lr=None)``: fused ``(N, L, H, W)``,
@@ -520,15 +584,19 @@ def spatial_distortion_index(*, norm_order: int = 1, window_size: int = 7,
     c.check_positive(name, "window_size", window_size, integer=True)
     c.check_choice(name, "reduction", reduction, c.REDUCTIONS)
 
+    _finite.check_strategy(name, nan_strategy)
+
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        c.warn_empty(name, state.n_ms)
         if reduction == "sum":
             m1, m2 = state.q_ms / state.n_ms, state.q_fused / state.n_fused
             return ((m1 - m2).abs() ** norm_order).sum() ** (1 / norm_order)
         return _ds_value(state, norm_order)
 
-    return Metric(init=_ds_init, update=lambda s, *a: _ds_update(name, window_size, s, *a),
+    return Metric(init=_ds_init, update=lambda s, *a: _ds_update(name, window_size, nan_strategy, s, *a),
                   merge=merge_fields(DS_TAGS), finalize=finalize, name=name, reductions=DS_REDUCE,
-                  higher_is_better=False, bounds=(0.0, 1.0))
+                  higher_is_better=False, bounds=(0.0, 1.0), check=_finite.eager_check(name, DS_NAMES, nan_strategy))
 
 
 class QNRState(NamedTuple):
@@ -538,7 +606,7 @@ class QNRState(NamedTuple):
 
 @factory
 def quality_with_no_reference(*, alpha: float = 1, beta: float = 1, norm_order: int = 1, window_size: int = 7,
-                              reduction: Reduction = "elementwise_mean") -> Metric:
+                              reduction: Reduction = "elementwise_mean", nan_strategy: NanStrategy = "error") -> Metric:
     """QNR ``(1 - D_lambda)^alpha (1 - D_s)^beta`` (Alparone et al. 2008).
 
     ``D_lambda`` compares preds with ``ms`` (`spectral_distortion_index` with
@@ -547,6 +615,9 @@ def quality_with_no_reference(*, alpha: float = 1, beta: float = 1, norm_order: 
     Args:
       alpha, beta: exponents (>= 0). Default 1, 1.
       norm_order, window_size, reduction: as in `spatial_distortion_index`.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, ms, pan, pan_lr=None)`` as `spatial_distortion_index`.
@@ -569,14 +640,19 @@ def quality_with_no_reference(*, alpha: float = 1, beta: float = 1, norm_order: 
     c.check_positive(name, "window_size", window_size, integer=True)
     c.check_choice(name, "reduction", reduction, c.REDUCTIONS)
 
+    _finite.check_strategy(name, nan_strategy)
+
     def update(state, preds, ms, pan, pan_lr=None):
-        ds = _ds_update(name, window_size, state.d_s, preds, ms, pan, pan_lr)
-        dl = _dlambda_update(name, state.d_lambda, preds, ms)
+        ds = _ds_update(name, window_size, nan_strategy, state.d_s, preds, ms, pan, pan_lr)
+        dl = _dlambda_update(name, nan_strategy, state.d_lambda, preds, ms)
         return QNRState(dl, ds)
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.d_s.nonfinite)  # D_s screens every input
+        c.warn_empty(name, state.d_s.n_ms)
         return (1 - _dlambda_value(state.d_lambda, norm_order)) ** alpha * (1 - _ds_value(state.d_s, norm_order)) ** beta
 
     tags = QNRState(DL_TAGS, DS_TAGS)
     return Metric(init=lambda: QNRState(_dl_init(), _ds_init()), update=update, merge=merge_fields(tags),
-                  finalize=finalize, name=name, reductions=QNRState(DL_REDUCE, DS_REDUCE), higher_is_better=True, bounds=(0.0, 1.0))
+                  finalize=finalize, name=name, reductions=QNRState(DL_REDUCE, DS_REDUCE), higher_is_better=True,
+                  bounds=(0.0, 1.0), check=_finite.eager_check(name, DS_NAMES, nan_strategy))

@@ -17,6 +17,8 @@ import torch
 
 from fmetrics import validation
 from fmetrics.image import _common as c
+from fmetrics.image import _finite
+from fmetrics.image._finite import NanStrategy
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import accum_dtype, cat_chunks, merge_fields
@@ -117,6 +119,8 @@ class SSIMState(NamedTuple):
     count: torch.Tensor   # int64 (): images
     values: tuple         # chunks (n, 2) of per-image (SSIM, CS) for reduction="none"
     maps: tuple           # chunks of SSIM maps for return_full_image=True
+    valid: tuple          # chunks (n,) bool beside values / maps: False for the images left out (nan_strategy)
+    nonfinite: torch.Tensor  # int64 (): non-finite input entries (nan_strategy)
 
 
 @factory
@@ -131,6 +135,7 @@ def structural_similarity_index_measure(
     k2: float = 0.03,
     return_full_image: bool = False,
     return_contrast_sensitivity: bool = False,
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Structural similarity (Wang et al. 2004), averaged over each image, then over images.
 
@@ -157,6 +162,9 @@ def structural_similarity_index_measure(
       k1, k2: stabilizing constants. Defaults 0.01, 0.03.
       return_full_image: also return the SSIM maps ``(N, C, H-k+1, W-k+1)`` (joined over updates).
       return_contrast_sensitivity: also return the contrast-sensitivity value (reduced the same way).
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: images ``(N, C, H, W)`` or volumes
@@ -183,6 +191,7 @@ def structural_similarity_index_measure(
     c.check_bool(name, "return_contrast_sensitivity", return_contrast_sensitivity)
     if return_full_image and return_contrast_sensitivity:
         raise validation.fail(name, "return_full_image", "not together with return_contrast_sensitivity=True", True)
+    _finite.check_strategy(name, nan_strategy)
     kern = _kernel_sets(name, gaussian_kernel, sigma, kernel_size)
     keep_values = reduction in ("none", None)
 
@@ -211,30 +220,39 @@ def structural_similarity_index_measure(
             vals = c.chunked(lambda a, b: per_image(a, b)[0], None, p, t)
             maps = ()
         vals = vals.detach()
-        total = state.total + vals.sum(0, dtype=state.total.dtype)
-        return SSIMState(total, state.count + vals.shape[0],
-                         (vals.to(accum_dtype()),) if keep_values else (), maps)
+        screened = _finite.screen(nan_strategy, preds, target)
+        ok = None if screened is None else screened[0]
+        total = state.total + _finite.keep(ok, vals).sum(0, dtype=state.total.dtype)
+        chunked = keep_values or return_full_image
+        return SSIMState(total, state.count + _finite.kept(ok, vals.shape[0]),
+                         (vals.to(accum_dtype()),) if keep_values else (), maps,
+                         (_finite.flags(ok, vals),) if chunked else (), _finite.counted(state.nonfinite, screened))
 
     def init():
-        return SSIMState(torch.zeros(2, dtype=accum_dtype()), torch.zeros((), dtype=torch.int64), (), ())
+        z = torch.zeros((), dtype=torch.int64)
+        return SSIMState(torch.zeros(2, dtype=accum_dtype()), z, (), (), (), z.clone())
 
     def finalize(state):
+        _finite.report(name, nan_strategy, state.nonfinite)
+        ok = cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))
         if keep_values:
-            v = cat_chunks(state.values, torch.zeros(0, 2, dtype=accum_dtype()))
+            v = cat_chunks(state.values, torch.zeros(0, 2, dtype=accum_dtype()))[ok]
             value, cs = v[:, 0], v[:, 1]
         elif reduction == "sum":
             value, cs = state.total[0], state.total[1]
         else:
+            c.warn_empty(name, state.count)
             value, cs = state.total[0] / state.count, state.total[1] / state.count
         if return_contrast_sensitivity:
             return value, cs
         if return_full_image:
-            return value, cat_chunks(state.maps, torch.zeros(0, dtype=accum_dtype()))
+            return value, cat_chunks(state.maps, torch.zeros(0, dtype=accum_dtype()))[ok]
         return value
 
-    tags = SSIMState(total="sum", count="sum", values="cat", maps="cat")
+    tags = SSIMState(total="sum", count="sum", values="cat", maps="cat", valid="cat", nonfinite="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
-                  reductions=tags, higher_is_better=True, is_differentiable=True, bounds=(-1.0, 1.0))
+                  reductions=tags, higher_is_better=True, is_differentiable=True, bounds=(-1.0, 1.0),
+                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
 
 
 DEFAULT_BETAS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
@@ -265,6 +283,7 @@ def multiscale_structural_similarity_index_measure(
     k2: float = 0.03,
     betas: tuple = DEFAULT_BETAS,
     normalize: Optional[Literal["relu", "simple"]] = "relu",
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Multi-scale SSIM (Wang, Simoncelli, Bovik 2003), per channel, averaged over channels and images.
 
@@ -282,6 +301,9 @@ def multiscale_structural_similarity_index_measure(
       reduction: ``"elementwise_mean"`` (default), ``"sum"``, ``"none"``/``None``.
       betas: level weights (the number of levels). Default Wang et al.'s five.
       normalize: ``"relu"`` (default), ``"simple"`` or ``None``.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` or ``(N, C, D, H, W)``;
@@ -350,7 +372,7 @@ def multiscale_structural_similarity_index_measure(
         return torch.stack([v ** b for v, b in zip(stack, betas)]).prod(dim=0).mean(dim=1)  # Python exponents
 
     return c.scored(name, lambda p, t: scores(p, t).detach(), reduction, key=("ms_ssim",),
-                    higher_is_better=True, is_differentiable=True, bounds=(0.0, 1.0))
+                    nan_strategy=nan_strategy, higher_is_better=True, is_differentiable=True, bounds=(0.0, 1.0))
 
 
 @factory
@@ -359,6 +381,7 @@ def universal_image_quality_index(
     kernel_size: Sequence[int] = (11, 11),
     sigma: Sequence[float] = (1.5, 1.5),
     reduction: Reduction = "elementwise_mean",
+    nan_strategy: NanStrategy = "error",
 ) -> Metric:
     """Universal image quality index (Wang & Bovik 2002): SSIM with ``C1 = C2 = 0``.
 
@@ -372,6 +395,9 @@ def universal_image_quality_index(
       sigma: Gaussian standard deviations ``(sh, sw)``. Default (1.5, 1.5).
       reduction: ``"elementwise_mean"`` (default) mean of the maps; ``"sum"``;
         ``"none"``/``None``: the maps ``(N, C, H-kh+1, W-kw+1)``.
+      nan_strategy: NaN / inf in the inputs: ``"error"`` (default) raises (at once on CPU, else in
+        ``finalize``); ``"warn"`` / ``"ignore"`` leave such images out (with / without a warning);
+        ``"disable"`` lets NaN propagate (docs/image.md, "Bad input").
 
     Inputs:
       ``update(state, preds, target)``: ``(N, C, H, W)`` float images, ``H >= kh``, ``W >= kw``.
@@ -400,5 +426,6 @@ def universal_image_quality_index(
         eps = torch.finfo(p.dtype).eps
         return ((4 * cov * mp * mt) / (vsum * (mp * mp + mt * mt) + eps)).detach()
 
-    return c.scored(name, scores, reduction, key=("uqi", sizes, sigmas), empty_shape=(0, 1, 0, 0),
+    return c.scored(name, scores, reduction, key=("uqi", sizes, sigmas), nan_strategy=nan_strategy,
+                    empty_shape=(0, 1, 0, 0),
                     higher_is_better=True, is_differentiable=True, bounds=(-1.0, 1.0))
