@@ -110,8 +110,7 @@ def _onehot_counts(name, preds, target, num_classes):
 
 
 def _sums(name, preds, target, num_classes, include_background, input_format):
-    """``(|P n T|, |P|, |T|)`` per sample and class, int64 ``[N, C]`` (class 0 dropped without the background),
-    and the `count_invalid` of the batch."""
+    """``(|P n T|, |P|, |T|)`` per sample and class, int64 ``[N, C]`` (class 0 dropped without the background)."""
     if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise validation.fail(name, "preds, target", "tensors", f"{type(preds).__name__} and {type(target).__name__}")
     if preds.shape != target.shape:
@@ -121,8 +120,7 @@ def _sums(name, preds, target, num_classes, include_background, input_format):
         out = _index_counts(name, preds, target, num_classes)
     else:
         out = _onehot_counts(name, preds, target, num_classes)
-    out = out if include_background else tuple(x[:, 1:] for x in out)
-    return (*out, count_invalid(preds, target, num_classes, input_format))
+    return out if include_background else tuple(x[:, 1:] for x in out)
 
 
 def value_check(name, num_classes, input_format):
@@ -188,7 +186,8 @@ def mean_iou(*, num_classes: int, include_background: bool = True, per_class: bo
         return ScoreState(torch.zeros(c, dtype=torch.float64), torch.zeros(c, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
+        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        bad = count_invalid(preds, target, num_classes, input_format)
         union = ps + ts - inter
         valid = union > 0
         score = inter.to(torch.float64) / union.clamp(min=1).to(torch.float64)
@@ -248,7 +247,8 @@ def generalized_dice_score(*, num_classes: int, include_background: bool = True,
         return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
+        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        bad = count_invalid(preds, target, num_classes, input_format)
         tsf = ts.to(torch.float64)
         w = torch.ones_like(tsf) if weight_type == "linear" else 1.0 / (tsf if weight_type == "simple" else tsf ** 2)
         n = w.shape[0]
@@ -345,8 +345,8 @@ def dice_score(*, num_classes: int, include_background: bool = True,
     meta = dict(higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
 
     def counts(preds, target):
-        inter, ps, ts, bad = _sums(name, preds, target, num_classes, include_background, input_format)
-        return 2 * inter, ps + ts, ts, bad
+        inter, ps, ts = _sums(name, preds, target, num_classes, include_background, input_format)
+        return 2 * inter, ps + ts, ts
 
     if aggregation_level == "global":
         tags = DiceCounts("sum", "sum", "sum", "sum")
@@ -355,9 +355,9 @@ def dice_score(*, num_classes: int, include_background: bool = True,
             return DiceCounts(*(torch.zeros(c, dtype=torch.int64) for _ in range(3)), _zero())
 
         def update_g(s, preds, target):
-            num, den, sup, bad = counts(preds, target)
+            num, den, sup = counts(preds, target)
             return DiceCounts(s.numerator + num.sum(0), s.denominator + den.sum(0), s.support + sup.sum(0),
-                              s.invalid + bad)
+                              s.invalid + count_invalid(preds, target, num_classes, input_format))
 
         def finalize_g(s):
             report(name, num_classes, input_format, s.invalid)
@@ -374,11 +374,12 @@ def dice_score(*, num_classes: int, include_background: bool = True,
         return ScoreState(torch.zeros(width, dtype=torch.float64), torch.zeros(width, dtype=torch.int64), _zero())
 
     def update(s, preds, target):
-        num, den, sup, bad = counts(preds, target)
+        num, den, sup = counts(preds, target)
         score = _dice_average(num, den, sup, average)
         score = score if average == "none" else score[:, None]
         ok = ~torch.isnan(score)
-        return ScoreState(s.score + torch.where(ok, score, 0.0).sum(0), s.count + ok.sum(0), s.invalid + bad)
+        return ScoreState(s.score + torch.where(ok, score, 0.0).sum(0), s.count + ok.sum(0),
+                          s.invalid + count_invalid(preds, target, num_classes, input_format))
 
     def finalize(s):
         report(name, num_classes, input_format, s.invalid)
