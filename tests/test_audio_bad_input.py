@@ -206,6 +206,17 @@ def test_nan_strategy_warn_ignore_leave_the_example_out_and_disable_propagates(c
         assert torch.isnan(make(nan_strategy="disable")(bad, t))
 
 
+def test_large_finite_samples_are_not_taken_for_inf():
+    """Entries whose float32 sum overflows are finite: the example is kept and nothing is reported."""
+    m = fm.signal_noise_ratio(nan_strategy="warn")
+    x = torch.full((2, 8), 3e38)
+    with fmetrics.validation.mode("deferred"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = m.update(m.init(), x, x)
+        m.finalize(s)
+    assert int(s.count) == 2 and int(s.invalid.count) == 0
+
+
 def test_vmapped_update_defers_the_error_to_finalize():
     """Under ``torch.func.vmap`` (bootstrap / grouped replicates) the update counts; ``finalize`` raises."""
     m = fm.scale_invariant_signal_distortion_ratio()

@@ -131,24 +131,37 @@ def screens(nan_strategy: str, *xs: torch.Tensor) -> bool:
     return nan_strategy != "disable"
 
 
-def finite_examples(dims: int, *xs: torch.Tensor) -> torch.Tensor:
-    """bool ``xs[0].shape[:dims]``: True where every entry of the example (its trailing axes) is finite in every x."""
-    ok = None
-    for x in xs:
-        f = torch.isfinite(_real(x)).flatten(dims).all(-1)
-        ok = f if ok is None else ok & f
-    return ok
+def _nonfinite_rows(dims: int, x: torch.Tensor):
+    """``(count, total)`` per example (the leading ``dims`` axes of ``x``): int64 non-finite entries and the
+    sum of its entries (NaN or +-inf where there is one).
+
+    Arithmetic passes only (a bool ``isfinite`` pass measured ~15x slower than a sum on CPU):
+    ``0.0 * x + 1`` is 1 where ``x`` is finite and NaN where not, so its NaN-skipping sum counts the finite
+    entries (exactly: in float32 below 2^24 entries an example, float64 above). The factor is the float
+    ``0.0``: inductor folds a product by the int ``0`` to zeros.
+    """
+    x = _real(x.detach()).flatten(dims)
+    ones = torch.mul(x, 0.0).add_(1)
+    exact = torch.float64 if x.shape[-1] >= 2 ** 24 else compute_dtype(x)
+    count = (x.shape[-1] - torch.nansum(ones, -1, dtype=exact)).to(torch.int64)
+    return count, x.sum(-1, dtype=compute_dtype(x))
 
 
-def flag_nonfinite(inv: validation.Invalid, *xs: torch.Tensor) -> validation.Invalid:
-    """Folds the non-finite entries of ``xs`` (one update call, preds first) into ``inv``; no host sync."""
-    values = torch.cat([_real(x).reshape(-1) for x in xs])
-    return validation.invalid_flag(inv, ~torch.isfinite(values), values)
+def nonfinite(inv: validation.Invalid, dims: int, preds: torch.Tensor, target: torch.Tensor):
+    """``(kept, invalid)`` of one update call: bool per example (the leading ``dims`` axes), True where
+    ``preds`` and ``target`` have no NaN / inf entry, and ``inv`` with the call's non-finite entries folded
+    in (no host sync). The first offender recorded is the sum of the first bad example's preds (or target)
+    entries: its NaN / inf value, NaN where it mixes them."""
+    (cp, sp), (ct, st) = _nonfinite_rows(dims, preds), _nonfinite_rows(dims, target)
+    counts = torch.stack([cp.reshape(-1), ct.reshape(-1)], -1).reshape(-1)  # example by example, preds first
+    sums = torch.stack([sp.reshape(-1), st.reshape(-1)], -1).reshape(-1)
+    flagged = validation.invalid_flag(inv, counts > 0, sums)
+    return (cp + ct) == 0, flagged._replace(count=inv.count + counts.sum())
 
 
 def unflagged(inv: validation.Invalid) -> validation.Invalid:
     """``inv`` after an update call that did not look (eager-checked or ``"disable"``): the same record as
-    `flag_nonfinite` keeps for a clean batch."""
+    `nonfinite` keeps for a clean batch."""
     return inv._replace(calls=inv.calls + 1)
 
 
@@ -187,7 +200,7 @@ def per_example_mean(name: str, values: Callable[..., torch.Tensor], per_example
         v = values(*inputs)
         if not screens(nan_strategy, *inputs[:2]):
             return v, None, unflagged(state.invalid)
-        return v, finite_examples(v.dim(), *inputs[:2]), flag_nonfinite(state.invalid, *inputs[:2])
+        return (v, *nonfinite(state.invalid, v.dim(), *inputs[:2]))
 
     if per_example:
         def init():

@@ -237,8 +237,7 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
         _speaker_inputs(name, preds, target)
         if not _mean.screens(nan_strategy, preds, target):
             return (*best(preds, target), None, _mean.unflagged(state.invalid))
-        kept = _mean.finite_examples(1, preds, target)
-        invalid = _mean.flag_nonfinite(state.invalid, preds, target)
+        kept, invalid = _mean.nonfinite(state.invalid, 1, preds, target)
         clean = [torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (preds, target)]
         return (*best(*clean), kept, invalid)
 
