@@ -23,6 +23,7 @@ from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
 import torch
 
+from fmetrics import _updates
 from fmetrics import state as state_lib
 from fmetrics import validation
 from fmetrics.recipe import Recipe, factory, map_parameters, parameters, rebuild
@@ -138,7 +139,6 @@ class Metric:
     host_input = property(lambda self: self._host_input)
     weigh_rows = property(lambda self: self._weigh_rows)
     merge = property(lambda self: self._merge)
-    finalize = property(lambda self: self._finalize)
 
     @property
     def state_key(self) -> Optional[Hashable]:
@@ -185,6 +185,11 @@ class Metric:
         # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
         new = self._update(_empty_cats(self._reductions, state), *inputs, **kwargs)
         return state_lib.apply_tags(_append, self._reductions, state, new)
+
+    def finalize(self, state):
+        """``state -> value``: the metric's value over the data of ``state``."""
+        with _updates.checked(self._name, state, self._init):  # warns for a state no update was counted in
+            return self._finalize(state)
 
     def __call__(self, *inputs, **kwargs):
         """One shot: ``finalize(update(init(), *inputs))`` on the inputs' device."""

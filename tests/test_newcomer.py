@@ -127,3 +127,57 @@ def test_no_hint_names_the_index_package():
              *ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")]
     bad = [str(f.relative_to(ROOT)) for f in files if "fmetrics[" in f.read_text()]
     assert not bad, bad
+
+
+# ------------------------------------------------------------------ a forgotten `state = m.update(state, ...)`
+
+def _finalize_warnings(m, state) -> tuple:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = m.finalize(state)
+    return value, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def test_dropped_update_warns_once():
+    """``m.update(s, ...)`` without ``s = ...`` finalized ``init()`` silently (0.0 for accuracy, F1, BLEU; zero
+    counts for a confusion matrix). One warning now, whichever says it: the metric's empty-input warning where
+    its value is NaN, else the hint that states are values."""
+    import torch
+    from sklearn.metrics import accuracy_score, confusion_matrix
+
+    import fmetrics as fm
+
+    p, t = torch.tensor([0, 1, 2, 2]), torch.tensor([0, 1, 1, 2])
+    metrics = [fm.multiclass_accuracy(num_classes=3, average="micro"), fm.multiclass_f1_score(num_classes=3),
+               fm.multiclass_confusion_matrix(num_classes=3), fm.multiclass_stat_scores(num_classes=3),
+               fm.collection({"cm": fm.multiclass_confusion_matrix(num_classes=3),
+                              "acc": fm.multiclass_accuracy(num_classes=3)})]
+    for m in metrics:
+        s = m.init()
+        m.update(s, p, t)  # the new state is dropped
+        _, said = _finalize_warnings(m, s)
+        assert len(said) == 1, (m, said)
+    for m in metrics[2:4]:  # counts: defined on no data, so the hint is the one warning
+        assert "state = m.update(state, ...)" in _finalize_warnings(m, m.init())[1][0]
+    kept = metrics[0].update(metrics[0].init(), p, t)
+    value, said = _finalize_warnings(metrics[0], kept)
+    assert said == [] and float(value) == accuracy_score(t, p)  # 0.75
+    value, said = _finalize_warnings(metrics[2], metrics[2].update(metrics[2].init(), p, t))
+    assert said == [] and value.tolist() == confusion_matrix(t, p).tolist()
+
+
+def test_no_hint_for_states_that_saw_updates():
+    """Empty batches are updates (the metric's own empty-input rule speaks); a policy path that does not tick the
+    update count (pearson, nan_strategy='disable') is not taken for a dropped update."""
+    import torch
+
+    import fmetrics as fm
+
+    m = fm.multiclass_confusion_matrix(num_classes=3)
+    empty = m.update(m.init(), torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+    assert _finalize_warnings(m, empty)[1] == []
+    p, t = torch.tensor([1.0, float("nan"), 3.0]), torch.tensor([1.0, 2.0, 2.5])
+    for m in (fm.pearson_corrcoef(nan_strategy="disable"), fm.mean_squared_error(nan_strategy="disable")):
+        assert not any("no update was counted" in w for w in _finalize_warnings(m, m.update(m.init(), p, t))[1])
