@@ -11,5 +11,7 @@ from fmetrics.wrappers.min_max import MinMaxState, min_max, min_max_reset
 from fmetrics.wrappers.multioutput import MultioutputState, multioutput
 from fmetrics.wrappers.multitask import multitask
 from fmetrics.wrappers.running import RunningState, running
+from fmetrics.wrappers.paired import PairedState, paired_bootstrap, permutation_test
 
-__all__ = ["bootstrap", "grouped", "running", "min_max", "classwise", "multitask", "multioutput"]
+__all__ = ["bootstrap", "grouped", "running", "min_max", "classwise", "multitask", "multioutput",
+           "paired_bootstrap", "permutation_test"]

@@ -1,0 +1,184 @@
+"""Two systems scored on the same samples, resampled together: the engine of `paired_bootstrap` and
+`permutation_test`.
+
+Every update feeds ``preds_a, preds_b, *rest`` (``rest`` shared: targets, query ids, ...). The state
+holds each system's plain state and ``R`` stacked replicate states. Replicate ``r`` of system A holds
+A's row ``i`` ``own[r, i]`` times and B's row ``i`` ``swap[r, i]`` times (B symmetrically), the rows
+weighted by the `fmetrics.wrappers._rows` protocol:
+
+* paired bootstrap: ``own = c ~ Poisson(1)``, no swap -- both systems see the same resample;
+* approximate randomization: ``own = 1 - s``, ``swap = s`` with ``s ~ Bernoulli(1/2)``.
+
+The draws are counter-based hashes of the row key (`fmetrics.wrappers._draws`): with ``sample_ids``
+the key is the row's id, so the replicates do not depend on batching, sharding or rank count.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.state import accum_dtype, cat_chunks, tree_map
+from fmetrics.wrappers import _draws, _rows
+from fmetrics.wrappers.bootstrap import _stream_id
+
+_GOLDEN = _draws._GOLDEN
+
+
+class PairedState(NamedTuple):
+    a: Any  # the wrapped metric's state of system A (all rows once)
+    b: Any  # ... of system B
+    reps_a: Any  # A's replicates: sum/min/max fields stacked (R, ...); cat fields hold each batch's rows once
+    reps_b: Any  # B's replicates (cat chunks: B's rows, then A's rows for a permutation test)
+    rows: tuple  # cat metrics: each batch's (B,) draw keys, in chunk order
+    seen: torch.Tensor  # int64 rows seen: the offsets that key draws without sample ids
+
+
+def swap_bits(keys: torch.Tensor, num: int, dtype: torch.dtype, first: int = 0) -> torch.Tensor:
+    """``(R, B)`` fair 0/1 draws (replicates ``first .. first + R``, ``first`` a multiple of 64): 64 per hash."""
+    groups = -(-(first % 64 + num) // 64)
+    salt = _draws.mix((torch.arange(groups, dtype=torch.int64, device=keys.device) + 1 + first // 64) * _GOLDEN
+                      + 0x5A5A)
+    h = _draws.mix(keys.unsqueeze(-1) ^ salt)  # (B, groups)
+    shifts = torch.arange(64, dtype=torch.int64, device=keys.device)
+    bits = (h.unsqueeze(-1) >> shifts).bitwise_and_(1)  # (B, groups, 64)
+    return bits.flatten(-2)[..., :num].to(dtype).transpose(-1, -2)
+
+
+def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: bool, swap: bool,
+                summary: Callable[[Any, Any, Any, Any], dict]) -> Metric:
+    """The paired `Metric`: ``summary(value_a, value_b, replicates_a, replicates_b)`` makes its value."""
+    tags = _rows.decomposable_tags(name, metric)
+    keeps_rows = _rows.has_cat(tags, metric.init())
+    bits = 1 if swap else 3  # the largest weight: 1 (a swap) or 7 (the Poisson table)
+
+    def weights(keys, first=0, count=num):
+        dtype = accum_dtype(keys.device)
+        if swap:
+            s = swap_bits(keys, count, dtype, first)
+            return 1 - s, s
+        return _draws.poisson1_counts(keys, count, dtype, first), None
+
+    def one_row_states(inputs, n):
+        if not metric.host_input:
+            return _rows.row_states(metric, inputs, {})
+        init = metric.init()  # host data (strings): one update per row, the states stacked
+        states = [metric.update(init, *(x[i:i + 1] if _has_rows(x) else x for x in inputs)) for i in range(n)]
+        return tree_map(lambda *xs: torch.stack(xs), *states)
+
+    def add(stacked, inputs, w, n):
+        one = one_row_states(inputs, n)
+        if tags is None:
+            return _rows.merge_weighted(metric, stacked, one, w, bits)
+        rows = _rows.walk(lambda tag, x, x0: x - x0 if tag == "sum" else x, tags, one, metric.init()) \
+            if metric.host_input else _rows.per_row(metric, tags, inputs, {})
+        new = _rows.add_rows_stacked(tags, stacked, rows, w)
+        return _rows.walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None else ())) if tag == "cat" else n,
+                          tags, stacked, new, rows)
+
+    def split(inputs):
+        if sample_ids:
+            if not inputs:
+                raise validation.fail(name, "ids", "a first input of integer sample ids")
+            ids, inputs = inputs[0], inputs[1:]
+        else:
+            ids = None
+        if len(inputs) < 2:
+            raise validation.fail(name, "inputs", "preds_a, preds_b and the wrapped metric's other inputs "
+                                  "(e.g. target)", f"{len(inputs)} input(s)")
+        return ids, (inputs[0], *inputs[2:]), (inputs[1], *inputs[2:]), inputs
+
+    def init():
+        stacked = _rows.stack_init(metric, tags, num)
+        return PairedState(metric.init(), metric.init(), stacked, stacked, (), torch.zeros((), dtype=torch.int64))
+
+    def update(state, *inputs):
+        ids, in_a, in_b, every = split(inputs)
+        n = num_rows(every)
+        if sample_ids and (not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex()
+                           or tuple(ids.shape) != (n,)):
+            raise validation.fail(name, "ids", f"an integer tensor of shape ({n},), one id per row of the other "
+                                  "inputs", f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
+        a, b = metric.update(state.a, *in_a), metric.update(state.b, *in_b)
+        if n == 0:
+            return state._replace(a=a, b=b)
+        if sample_ids:
+            keys = _draws.sample_keys(seed, ids)
+        else:
+            offsets = state.seen + torch.arange(n, dtype=torch.int64, device=state.seen.device)
+            keys = _draws.sample_keys(seed, offsets, _stream_id()) ^ _draws.content_hash(every, n) \
+                if not metric.host_input else _draws.sample_keys(seed, offsets, _stream_id())
+        own, other = weights(keys)
+        reps_a, reps_b = add(state.reps_a, in_a, own, n), add(state.reps_b, in_b, own, n)
+        if other is not None:
+            reps_a, reps_b = add(reps_a, in_b, other, n), add(reps_b, in_a, other, n)
+        stored = state.rows + ((keys,) if keeps_rows else ())
+        return PairedState(a, b, reps_a, reps_b, stored, state.seen + n)
+
+    def replicate_counts(state):
+        """Each replicate's counts of the stored cat chunks, in chunk order, 64 replicates at a time."""
+        if not state.rows:
+            yield from [None] * num
+            return
+        sizes = [k.shape[0] for k in state.rows]
+        keys = cat_chunks(state.rows, None)
+        for first in range(0, num, 64):
+            own, other = weights(keys, first, min(64, num - first))
+            own = own.to(torch.int64).split(sizes, dim=-1)
+            if other is None:
+                chunks = own
+            else:  # chunk order per batch: the system's own rows, then the other system's
+                other = other.to(torch.int64).split(sizes, dim=-1)
+                chunks = [c for pair in zip(own, other) for c in pair]
+            yield from torch.cat(chunks, dim=-1).unbind(0)
+
+    def finalize(state):
+        reps_a, reps_b = [], []
+        for r, counts in enumerate(replicate_counts(state)):
+            reps_a.append(metric.finalize(_rows.select(tags, state.reps_a, r, counts)))
+            reps_b.append(metric.finalize(_rows.select(tags, state.reps_b, r, counts)))
+        return summary(metric.finalize(state.a), metric.finalize(state.b),
+                       _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
+
+    def num_rows(every):
+        if not metric.host_input:
+            return _rows.num_rows(name, every)
+        sizes = [(f"inputs[{i}]", len(x)) for i, x in enumerate(every) if _has_rows(x)]
+        for arg, m in sizes[1:]:
+            if m != sizes[0][1]:
+                raise validation.fail(name, arg, f"{sizes[0][1]} rows (as {sizes[0][0]})", f"{m} rows")
+        return sizes[0][1] if sizes else 0
+
+    inner_check = _rows.eager_check(metric)
+
+    def check(*inputs):  # the wrapped metric's rules on each system's rows, before any resampling
+        _, in_a, in_b, every = split(inputs)
+        num_rows(every)
+        inner_check(*in_a)
+        inner_check(*in_b)
+
+    merge_reps = _rows.stacked_merge(metric, tags)
+
+    def merge(x, y):
+        return PairedState(metric.merge(x.a, y.a), metric.merge(x.b, y.b), merge_reps(x.reps_a, y.reps_a),
+                           merge_reps(x.reps_b, y.reps_b), tuple(x.rows) + tuple(y.rows), x.seen + y.seen)
+
+    reductions = PairedState(metric.reductions, metric.reductions, metric.reductions, metric.reductions,
+                             "cat", "sum")
+    key = None if metric.state_key is None else (name, metric.state_key, num, seed, sample_ids)
+    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
+                  state_key=key, reductions=reductions, check=check, is_differentiable=False,
+                  host_input=metric.host_input)
+
+
+def _has_rows(x) -> bool:
+    return isinstance(x, (list, tuple)) or (isinstance(x, torch.Tensor) and x.dim() >= 1)
+
+
+def per_key(fn: Callable[..., dict], *values) -> dict:
+    """``fn`` on tensors, or per key of dict values (``{"a": {...}, ...}`` becomes ``{key: {"a": ...}}``)."""
+    if isinstance(values[0], dict):
+        return {k: per_key(fn, *(v[k] for v in values)) for k in values[0]}
+    return fn(*(torch.as_tensor(v).to(torch.float64) for v in values))
