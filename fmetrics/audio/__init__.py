@@ -2,8 +2,9 @@
 permutation-invariant training, STOI/ESTOI (in torch) and PESQ. See docs/audio.md.
 
 Every metric averages a per-example value over the stream (a float64 sum and
-an int64 count, sum-mergeable); ``per_example=True`` returns the values
-instead.
+an int64 count, beside the deferred record of non-finite input);
+``per_example=True`` returns the values instead. Bad input (zero-length
+signals, NaN / inf per ``nan_strategy``, no examples): docs/audio.md.
 """
 from fmetrics.audio.pesq import perceptual_evaluation_speech_quality
 from fmetrics.audio.pit import permutation_invariant_training, pit_permutate
