@@ -12,6 +12,8 @@ from fmetrics.wrappers.multioutput import MultioutputState, multioutput
 from fmetrics.wrappers.multitask import multitask
 from fmetrics.wrappers.running import RunningState, running
 from fmetrics.wrappers.paired import PairedState, paired_bootstrap, permutation_test
+from fmetrics.wrappers.intervals import IntervalState, confidence_interval
 
 __all__ = ["bootstrap", "grouped", "running", "min_max", "classwise", "multitask", "multioutput",
-           "paired_bootstrap", "permutation_test"]
+           "paired_bootstrap", "permutation_test",
+           "confidence_interval"]

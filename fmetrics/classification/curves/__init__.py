@@ -63,6 +63,7 @@ from fmetrics.classification.curves.hinge_loss import (
     multiclass_hinge_loss,
     hinge_loss,
 )
+from fmetrics.classification.curves.delong import binary_auroc_ci, delong_test
 from fmetrics.classification.curves.ranking import (
     multilabel_ranking_average_precision,
     multilabel_ranking_loss,
@@ -119,4 +120,6 @@ __all__ = [
     "multilabel_ranking_average_precision",
     "multilabel_ranking_loss",
     "multilabel_coverage_error",
+    "delong_test",
+    "binary_auroc_ci",
 ]

@@ -1,0 +1,203 @@
+"""DeLong's test of two correlated AUROCs and DeLong's AUROC interval (DeLong, DeLong & Clarke-Pearson 1988).
+
+For ``m`` positives ``X_i`` and ``n`` negatives ``Y_j`` scored by system ``k``, the
+structural components (placements) are
+``V10_k(X_i) = (#{Y_j < X_i} + #{Y_j = X_i} / 2) / n`` and
+``V01_k(Y_j) = (#{X_i > Y_j} + #{X_i = Y_j} / 2) / m``; the AUROC is their mean and
+``S = cov(V10) / m + cov(V01) / n`` (sample covariances over the positives, resp. the
+negatives) estimates the covariance of the AUROCs. The placements come from ONE sort
+of each system's scores (tie groups counted by cumulative sums), the ``O(N log N)``
+form of Sun & Xu (2014).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import torch
+
+from fmetrics import validation
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory
+from fmetrics.state import cat_chunks
+
+__all__ = ["delong_test", "binary_auroc_ci", "DelongState"]
+
+_RULE = "target must be 0 or 1 and scores finite"
+
+
+class DelongState(NamedTuple):
+    scores: tuple  # float64 chunks (B, K): each sample's score by each of the K systems
+    labels: tuple  # int8 chunks (B,): 1 positive, 0 negative, -1 an entry that broke the rule (left out)
+    invalid: validation.Invalid  # deferred record of such entries
+
+
+def placements(scores: torch.Tensor, positive: torch.Tensor):
+    """``(V10, V01)``: ``(K, m)`` positive and ``(K, n)`` negative placements, in sample order, by one sort
+    per system."""
+    m, n = int(positive.sum()), int((~positive).sum())
+    v10, v01 = [], []
+    for s in scores.unbind(1):
+        order = torch.argsort(s)
+        ss, pos = s[order], positive[order].to(torch.float64)
+        new = torch.ones_like(ss, dtype=torch.bool)
+        new[1:] = ss[1:] != ss[:-1]
+        group = torch.cumsum(new, 0) - 1  # tie group of each sorted entry
+        size = int(group[-1]) + 1 if group.numel() else 0
+        pos_g = torch.zeros(size, dtype=torch.float64).index_add_(0, group, pos)
+        neg_g = torch.zeros(size, dtype=torch.float64).index_add_(0, group, 1 - pos)
+        below = torch.cumsum(neg_g, 0) - neg_g + neg_g / 2  # negatives under (ties: half)
+        above = m - torch.cumsum(pos_g, 0) + pos_g / 2  # positives over (ties: half)
+        v = torch.where(pos.bool(), below[group] / max(n, 1), above[group] / max(m, 1))
+        v = torch.empty_like(v).scatter_(0, order, v)  # back to sample order: pairs across systems
+        v10.append(v[positive])
+        v01.append(v[~positive])
+    return torch.stack(v10), torch.stack(v01)
+
+
+def delong(state: DelongState, name: str, systems: int):
+    """``(auroc (K,), covariance (K, K))`` of the state's valid entries; NaN with a warning without both
+    classes."""
+    validation.invalid_report(name, _RULE, state.invalid)
+    scores, labels = cat_chunks(state.scores, None), cat_chunks(state.labels, None)
+    if scores is None:
+        scores, labels = torch.zeros(0, systems, dtype=torch.float64), torch.zeros(0, dtype=torch.int8)
+    keep = labels >= 0
+    scores, positive = scores[keep], labels[keep] == 1
+    m, n = int(positive.sum()), int((~positive).sum())
+    k = scores.shape[1]
+    if m < 2 or n < 2:
+        warnings.warn(f"{name}: {m} positive and {n} negative samples; DeLong's variance needs at least 2 of "
+                      "each; the value is undefined and set to NaN", UserWarning, stacklevel=3)
+        nan = torch.full((k,), float("nan"), dtype=torch.float64)
+        return nan, torch.full((k, k), float("nan"), dtype=torch.float64)
+    v10, v01 = placements(scores, positive)
+    return v10.mean(1), torch.cov(v10).reshape(k, k) / m + torch.cov(v01).reshape(k, k) / n
+
+
+def _normal_quantile(p: float) -> float:
+    return math.sqrt(2.0) * float(torch.special.erfinv(torch.tensor(2 * p - 1, dtype=torch.float64)))
+
+
+def _metric(name: str, systems: int, finalize) -> Metric:
+    def init():
+        return DelongState((), (), validation.invalid_init())
+
+    def shapes(inputs):
+        if len(inputs) != systems + 1:
+            raise validation.fail(name, "inputs", f"{systems} score tensor(s) and target",
+                                  f"{len(inputs)} input(s)")
+        *preds, target = inputs
+        for arg, x in zip(["preds_a", "preds_b", "target"] if systems == 2 else ["preds", "target"],
+                          [*preds, target]):
+            if not isinstance(x, torch.Tensor) or x.dim() != 1 or x.is_complex():
+                raise validation.fail(name, arg, "a 1-D real tensor (N,)",
+                                      f"{type(x).__name__} {tuple(getattr(x, 'shape', ()))}")
+            if x.shape != target.shape:
+                raise validation.fail(name, arg, f"{target.shape[0]} entries (as target)", f"{x.shape[0]}")
+        return preds, target
+
+    def bad_entries(preds, target):
+        scores = torch.stack(preds, 1).to(torch.float64)
+        bad_t = (target != 0) & (target != 1)
+        return scores, bad_t, ~torch.isfinite(scores).all(1)
+
+    def check(*inputs):
+        preds, target = shapes(inputs)
+        _, bad_t, bad_s = bad_entries(preds, target)
+        if bool(bad_t.any()):
+            raise validation.fail(name, "target", "values 0 or 1", validation.quote(target[bad_t]))
+        if bool(bad_s.any()):
+            raise validation.fail(name, "preds", "finite scores",
+                                  validation.quote(torch.stack(preds, 1)[bad_s].reshape(-1)))
+
+    def update(state, *inputs):
+        preds, target = shapes(inputs)
+        scores, bad_t, bad_s = bad_entries(preds, target)
+        bad = bad_t | bad_s
+        labels = torch.where(bad, -1, target.to(torch.int8)).to(torch.int8)
+        invalid = validation.invalid_flag(state.invalid, bad, torch.where(bad_t, target.to(torch.float64),
+                                                                          scores.sum(1)))
+        return DelongState(state.scores + (scores,), state.labels + (labels,), invalid)
+
+    def merge(a, b):
+        return DelongState(a.scores + b.scores, a.labels + b.labels, validation.invalid_merge(a.invalid, b.invalid))
+
+    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name, check=check,
+                  reductions=DelongState("cat", "cat", None), is_differentiable=False)
+
+
+@factory
+def delong_test() -> Metric:
+    """DeLong's paired test of two AUROCs on the same samples: ``z = (A_b - A_a) / sqrt(S_aa + S_bb - 2 S_ab)``.
+
+    ``S`` is DeLong's covariance of the two AUROCs (see the module); the p-value is
+    two-sided, ``erfc(|z| / sqrt(2))``. Ties count one half (the exact, trapezoidal AUROC).
+    With fewer than 2 positives or 2 negatives every value is NaN with a warning; when both
+    systems rank identically (variance 0) ``z = 0`` and ``p_value = 1``.
+
+    Inputs:
+      ``update(state, preds_a, preds_b, target)``: ``preds_a``, ``preds_b`` float
+      scores ``(N,)`` (probabilities or logits: only the order counts); ``target``
+      ``(N,)`` 0 / 1 (int, bool or float).
+
+    Returns:
+      ``{"auroc_a", "auroc_b", "delta", "covariance", "z", "p_value"}`` float64,
+      ``covariance`` the ``(2, 2)`` matrix ``S``, ``delta = auroc_b - auroc_a``.
+
+    Example::
+
+        >>> target = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1])
+        >>> a = torch.tensor([0.1, 0.4, 0.35, 0.8, 0.3, 0.5, 0.6, 0.7])
+        >>> b = torch.tensor([0.1, 0.2, 0.6, 0.9, 0.3, 0.5, 0.4, 0.7])
+        >>> out = delong_test()(a, b, target)
+        >>> round(float(out["auroc_a"]), 4), round(float(out["auroc_b"]), 4), round(float(out["p_value"]), 4)
+        (0.75, 1.0, 0.1336)
+    """
+    name = "delong_test"
+
+    def finalize(state):
+        auc, cov = delong(state, name, 2)
+        delta = auc[1] - auc[0]
+        var = cov[0, 0] + cov[1, 1] - 2 * cov[0, 1]
+        z = torch.where(var > 0, delta / var.clamp(min=0).sqrt(), torch.where(delta == 0, 0.0, delta * math.inf))
+        return {"auroc_a": auc[0], "auroc_b": auc[1], "delta": delta, "covariance": cov, "z": z,
+                "p_value": torch.erfc(z.abs() / math.sqrt(2.0))}
+
+    return _metric(name, 2, finalize)
+
+
+@factory
+def binary_auroc_ci(*, alpha: float = 0.05) -> Metric:
+    """AUROC with DeLong's Wald interval ``A -/+ z_{1-alpha/2} sqrt(S)``, clipped to ``[0, 1]``.
+
+    Args:
+      alpha: the interval's level is ``1 - alpha``; a float in (0, 1) (default 0.05).
+
+    Inputs:
+      ``update(state, preds, target)``: float scores ``(N,)`` and 0 / 1 targets ``(N,)``.
+
+    Returns:
+      ``{"value", "std", "ci_low", "ci_high"}`` float64 (``std = sqrt(S)``); NaN with a
+      warning with fewer than 2 positives or 2 negatives.
+
+    Example::
+
+        >>> target = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1])
+        >>> out = binary_auroc_ci()(torch.tensor([0.1, 0.4, 0.35, 0.8, 0.3, 0.5, 0.6, 0.7]), target)
+        >>> [round(float(out[k]), 4) for k in ("value", "std", "ci_low", "ci_high")]
+        [0.75, 0.1768, 0.4035, 1.0]
+    """
+    name = "binary_auroc_ci"
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise validation.fail(name, "alpha", "a float in (0, 1)", repr(alpha))
+    z = _normal_quantile(1 - alpha / 2)
+
+    def finalize(state):
+        auc, cov = delong(state, name, 1)
+        std = cov[0, 0].clamp(min=0).sqrt()
+        return {"value": auc[0], "std": std, "ci_low": (auc[0] - z * std).clamp(0, 1),
+                "ci_high": (auc[0] + z * std).clamp(0, 1)}
+
+    return _metric(name, 1, finalize)
