@@ -138,7 +138,6 @@ class Metric:
     bounds = property(lambda self: self._bounds)
     host_input = property(lambda self: self._host_input)
     weigh_rows = property(lambda self: self._weigh_rows)
-    merge = property(lambda self: self._merge)
 
     @property
     def state_key(self) -> Optional[Hashable]:
@@ -157,6 +156,11 @@ class Metric:
     def init(self, device: Optional[torch.device | str] = None):
         """The empty state, optionally placed on ``device``."""
         s = self._init()
+        state_lib.register(s)
+        if self._cats and _first_device(s) is None:  # chunks only: mark the empty chunk tuples with the device
+            marker = torch.empty(0, device=device)
+            return state_lib.apply_tags(lambda tag, a, _: state_lib.EmptyChunks(marker) if tag == "cat" and a == ()
+                                        else a, self._reductions, s, s)
         return s if device is None else state_lib.to_device(s, device)
 
     def update(self, state, *inputs, **kwargs):
@@ -180,16 +184,39 @@ class Metric:
             inputs = _detached(inputs)
             if kwargs:
                 kwargs = dict(zip(kwargs, _detached(tuple(kwargs.values()))))
-        if not self._cats:
-            return self._update(state, *inputs, **kwargs)
-        # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
-        new = self._update(_empty_cats(self._reductions, state), *inputs, **kwargs)
-        return state_lib.apply_tags(_append, self._reductions, state, new)
+        try:
+            if not self._cats:
+                return self._update(state, *inputs, **kwargs)
+            # chunk fields: update sees them empty; the new chunks are appended here, outside any trace
+            new = self._update(_empty_cats(self._reductions, state), *inputs, **kwargs)
+        except (AttributeError, TypeError, IndexError, KeyError) as err:
+            _check_foreign(self, "update", state, err)
+            raise
+        try:
+            return state_lib.apply_tags(_append, self._reductions, state, new)
+        except _ChunkShape as err:
+            raise ValueError(f"{self._name}: {err}; the state is unchanged") from None
 
-    def finalize(self, state):
+    def merge(self, a, b):
+        """``(state, state) -> state``: the state of both data streams (associative, `init` its identity)."""
+        try:
+            return self._merge(a, b)
+        except (AttributeError, TypeError, IndexError, KeyError) as err:
+            for s in (a, b):
+                _check_foreign(self, "merge", s, err)
+            raise
+
+    def finalize(self, *state):
         """``state -> value``: the metric's value over the data of ``state``."""
-        with _updates.checked(self._name, state, self._init):  # warns for a state no update was counted in
-            return self._finalize(state)
+        if len(state) != 1:
+            raise TypeError(f"{self._name}: finalize takes one argument, the state from {self._name}.init() and "
+                            f"update (got {len(state)}): v = m.finalize(m.update(m.init(), preds, target))")
+        try:
+            with _updates.checked(self._name, state[0], self._init):  # warns for a state no update was counted in
+                return self._finalize(state[0])
+        except (AttributeError, TypeError, IndexError, KeyError) as err:
+            _check_foreign(self, "finalize", state[0], err)
+            raise
 
     def __call__(self, *inputs, **kwargs):
         """One shot: ``finalize(update(init(), *inputs))`` on the inputs' device."""
@@ -327,16 +354,44 @@ def _empty_cats(tags, state):
     return state_lib.apply_tags(lambda tag, a, _: () if tag == "cat" else a, tags, state, state)
 
 
+class _ChunkShape(ValueError):
+    pass
+
+
 def _append(tag, old, new):
-    return tuple(old) + tuple(new) if tag == "cat" else new
+    if tag != "cat":
+        return new
+    if old and new:  # chunks are joined along one axis: one number of dims, sizes differing in one dim at most
+        shapes = [tuple(c.shape) for c in (old[0], *new) if isinstance(c, torch.Tensor)]
+        if len({len(x) for x in shapes}) > 1 or \
+                any(sum(a != b for a, b in zip(shapes[0], x)) > 1 for x in shapes[1:]):
+            raise _ChunkShape(f"an update gave a chunk of shape {shapes[-1]} where the earlier updates gave "
+                              f"{shapes[0]}; every update must give values of one trailing shape")
+    return state_lib.join_chunks(old, new)
 
 
 def _first_device(state) -> Optional[torch.device]:
+    top = state
     while isinstance(state, (tuple, list, dict)):
-        if not state:
-            return None
+        if not state:  # an empty chunk tuple first: any tensor (an `EmptyChunks` marker included) decides
+            return state_lib.device_of(top)
         state = next(iter(state.values())) if isinstance(state, dict) else state[0]
     return state.device if isinstance(state, torch.Tensor) else None
+
+
+def _layout(state) -> tuple:
+    """The top level of a state: its type, and its field names or keys."""
+    return type(state), getattr(state, "_fields", None) or (tuple(state) if isinstance(state, dict) else len(state))
+
+
+def _check_foreign(metric: Metric, what: str, state, err: Exception) -> None:
+    """Raises a clear TypeError when ``state`` (which made ``what`` fail) is not laid out like this metric's."""
+    mine = metric._init()
+    if not isinstance(state, (tuple, dict)) or (_layout(state) != _layout(mine) and not (
+            isinstance(state, tuple) and not hasattr(state, "_fields") and len(state) == len(mine))):
+        raise TypeError(f"{metric.name}: the state passed to {what} is a {type(state).__name__}, not this "
+                        f"metric's {type(mine).__name__}: it came from another metric; use the state from "
+                        f"{metric.name}.init() and {metric.name}.update") from err
 
 
 def _route(name: str, spec: tuple, inputs: tuple, kwargs: dict):

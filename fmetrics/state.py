@@ -10,10 +10,18 @@ Reduction tags mirror a state's structure and name how each field merges:
 * ``"min"``  -- ``torch.minimum``    (identity: +inf or the dtype's max)
 * ``"max"``  -- ``torch.maximum``    (identity: -inf or the dtype's min)
 * ``"cat"``  -- chunk tuples joined  (identity: ``()``)
+
+States load back with `torch.load`'s defaults (``weights_only=True``): every
+NamedTuple type of a state made by `fmetrics.Metric.init` is pickled as a call
+of `rebuild` (the one safe global this module registers), which re-imports
+the type from its ``fmetrics`` module. A state class of your own needs
+``torch.serialization.add_safe_globals([YourState])``.
 """
 from __future__ import annotations
 
+import copyreg
 import functools
+import importlib
 from typing import Any, Callable, Optional, Sequence
 
 import torch
@@ -32,6 +40,10 @@ __all__ = [
     "tree_map",
     "leaves",
     "accum_dtype",
+    "EmptyChunks",
+    "join_chunks",
+    "register",
+    "rebuild",
 ]
 
 TAGS = ("sum", "min", "max", "cat")
@@ -40,7 +52,7 @@ _MERGE_LEAF: dict[str, Callable[[Any, Any], Any]] = {
     "sum": lambda a, b: a + b,
     "min": torch.minimum,
     "max": torch.maximum,
-    "cat": lambda a, b: tuple(a) + tuple(b),
+    "cat": lambda a, b: join_chunks(a, b),
 }
 
 tree_map = pytree.tree_map
@@ -92,6 +104,52 @@ def merge_fields(tags) -> Callable[[Any, Any], Any]:
         return apply_tags(leaf, tags, a, b)
 
     return merge
+
+
+class EmptyChunks(tuple):
+    """An empty chunk field that knows its device (a chunk-only state from `fmetrics.Metric.init` holds these).
+
+    Equal to ``()`` and joined like it; its one pytree leaf, ``marker`` (a 0-element tensor), moves with
+    `to_device`, so an input on another device than the state is rejected before any chunk exists.
+
+    Example::
+
+        >>> e = EmptyChunks(torch.empty(0))
+        >>> e == (), len(e), e.marker.device
+        (True, 0, device(type='cpu'))
+    """
+
+    marker: torch.Tensor
+
+    def __new__(cls, marker: torch.Tensor):
+        self = super().__new__(cls)
+        self.marker = marker
+        return self
+
+    def __reduce__(self):
+        return EmptyChunks, (self.marker,)
+
+    def __repr__(self) -> str:
+        return f"EmptyChunks(device={self.marker.device})"
+
+
+pytree.register_pytree_node(
+    EmptyChunks, lambda e: ([e.marker], None), lambda leaves, _: EmptyChunks(leaves[0]),
+    serialized_type_name="fmetrics.state.EmptyChunks")
+
+
+def join_chunks(a: Sequence, b: Sequence) -> tuple:
+    """The chunks of ``a`` then ``b`` (the ``"cat"`` merge); an empty result keeps an `EmptyChunks` marker.
+
+    Example::
+
+        >>> x = torch.ones(1)
+        >>> join_chunks((x,), (x, x)) == (x, x, x), join_chunks((), ()) == ()
+        (True, True)
+    """
+    if not b:
+        return a if a or isinstance(a, EmptyChunks) else b
+    return b if not a else tuple(a) + tuple(b)
 
 
 def cat_chunks(chunks: Sequence[torch.Tensor], empty: torch.Tensor) -> torch.Tensor:
@@ -156,3 +214,45 @@ def unstack(stacked) -> list:
 def fold(merge: Callable[[Any, Any], Any], states: Sequence[Any]):
     """Merges states left to right (rank order): ``merge(merge(s0, s1), s2) ...``."""
     return functools.reduce(merge, states)
+
+
+_TYPES: set = set()  # state types pickled by `rebuild`
+
+
+def rebuild(module: str, qualname: str, fields: tuple):
+    """A state NamedTuple from its type's ``fmetrics`` module and its fields (what `torch.load` calls).
+
+    Only a NamedTuple type defined in an ``fmetrics`` module is built, so loading runs no other code.
+    """
+    if module.split(".")[0] != "fmetrics":
+        raise TypeError(f"fmetrics.state.rebuild: {module}.{qualname} is not an fmetrics state type")
+    cls = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        raise TypeError(f"fmetrics.state.rebuild: {module}.{qualname} is not a NamedTuple state type")
+    register(cls)
+    return cls(*fields)
+
+
+def _reduce_state(s):
+    return rebuild, (type(s).__module__, type(s).__qualname__, tuple(s))
+
+
+def register(tree) -> None:
+    """Makes every fmetrics NamedTuple type in ``tree`` (a state, or a type) load with `torch.load`'s defaults."""
+    if isinstance(tree, type):
+        if tree not in _TYPES and tree.__module__.split(".")[0] == "fmetrics":
+            _TYPES.add(tree)
+            copyreg.pickle(tree, _reduce_state)
+        return
+    if isinstance(tree, dict):
+        tree = tuple(tree.values())
+    if isinstance(tree, (tuple, list)):
+        if hasattr(tree, "_fields"):
+            register(type(tree))
+        for x in tree:
+            register(x)
+
+
+torch.serialization.add_safe_globals([rebuild, EmptyChunks])

@@ -218,7 +218,10 @@ def test_grouped_matches_per_group_torchmetrics():
 
 def test_grouped_out_of_range_is_counted_and_raised_at_finalize():
     m = W.grouped(fm.mean(), num_groups=2)
-    s = m.update(m.init(), torch.tensor([0, 2, -1, 1]), torch.ones(4))  # no error in update
+    with pytest.raises(ValueError, match=r"grouped: argument `group` expected indices in \[0, 2\), got -1 and 2"):
+        m.update(m.init(), torch.tensor([0, 2, -1, 1]), torch.ones(4))  # CPU, eager: at once
+    with fm.validation.mode("deferred"):  # as on a GPU: counted, raised by finalize
+        s = m.update(m.init(), torch.tensor([0, 2, -1, 1]), torch.ones(4))
     with pytest.raises(ValueError, match=r"grouped: 2 input entries broke the rule: argument `group` in \[0, 2\)"):
         m.finalize(s)
 

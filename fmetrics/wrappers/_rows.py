@@ -40,6 +40,18 @@ from fmetrics.state import accum_dtype, device_of, merge_fields, tree_map
 DECOMPOSABLE = ("sum", "min", "max", "cat", "invalid")
 
 
+def eager_check(metric: Metric) -> Callable[..., None]:
+    """The wrapped metric's eager value check (CPU, eager), run by a wrapper on the rows before it weights them.
+
+    ``metric.check`` where the metric has one; otherwise an update of a fresh state whose result is dropped,
+    so a rule a metric checks inside its own update (regression's ``nan_strategy="error"``) raises with the
+    wrapper's state untouched, quoting the values as given (not their resampled copies).
+    """
+    if metric.check is not None:
+        return metric.check
+    return lambda *inputs, **kwargs: metric.update(metric.init(), *inputs, **kwargs) and None
+
+
 def init_on(metric: Metric, device: Optional[torch.device]):
     """``metric.init(device)`` without a host-to-device copy on CUDA (a copy synchronizes there).
 

@@ -168,6 +168,13 @@ def bootstrap(
             out["raw"] = v
         return out
 
+    inner_check = _rows.eager_check(metric)
+
+    def check(*inputs, **kwargs):  # the wrapped metric's eager check, on the rows before resampling
+        inputs = inputs[1:] if sample_ids else inputs
+        _rows.num_rows(name, inputs, kwargs)  # a length mismatch is named by the wrapper, not the metric
+        inner_check(*inputs, **kwargs)
+
     merge_replicates = _rows.stacked_merge(metric, tags)
 
     def merge(a, b):
@@ -179,4 +186,5 @@ def bootstrap(
         name, metric.state_key, num_samples, sampling, seed, sample_ids)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,
                   name=f"{name}({metric.name})", state_key=key, reductions=reductions,
+                  check=check,
                   higher_is_better=metric.higher_is_better, is_differentiable=False, bounds=metric.bounds)

@@ -90,6 +90,16 @@ def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] 
                   for g in range(num_groups)]
         return dict(zip(labels, values)) if labels is not None else _rows.stack_values(name, values)
 
+    inner_check = _rows.eager_check(metric)
+
+    def check(group, *inputs, **kwargs):  # eager (CPU): bad group indices and the wrapped metric's rules
+        _rows.num_rows(name, inputs, kwargs)
+        if isinstance(group, torch.Tensor) and not group.is_floating_point():
+            bad = (group < 0) | (group >= num_groups)
+            if bool(bad.any()):
+                raise validation.fail(name, "group", f"indices in [0, {num_groups})", validation.quote(group[bad]))
+        inner_check(*inputs, **kwargs)
+
     merge_groups = _rows.stacked_merge(metric, tags)
 
     def merge(a, b):
@@ -99,5 +109,5 @@ def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] 
     reductions = GroupedState(groups=metric.reductions, rows="cat", out_of_range="sum")
     key = None if metric.state_key is None else (name, metric.state_key, num_groups)
     return Metric(init=init, update=update, merge=merge, finalize=finalize,
-                  name=f"{name}({metric.name})", state_key=key, reductions=reductions,
+                  name=f"{name}({metric.name})", state_key=key, reductions=reductions, check=check,
                   higher_is_better=metric.higher_is_better, is_differentiable=False, bounds=metric.bounds)

@@ -112,6 +112,21 @@ def multioutput(
         outputs = torch.func.vmap(one_output, in_dims=(0, 0, *dims))(state.outputs, keep, *split_inputs)
         return MultioutputState(outputs, state.keep + (keep,) if keeps_rows else state.keep)
 
+    inner_check = _rows.eager_check(metric)
+
+    def check(*inputs, **kwargs):  # eager (CPU): the wrapped metric's check on each output's rows
+        _rows.num_rows(name, inputs, kwargs)
+        split_inputs, dims = zip(*(split(x, i) for i, x in enumerate(inputs))) if inputs else ((), ())
+        for i in range(num_outputs):
+            xs = [x[i] if d is not None else x for x, d in zip(split_inputs, dims)]
+            if remove_nans:  # the rows this output leaves out
+                nan = [torch.isnan(x).flatten(1).any(-1) if x.dim() > 1 else torch.isnan(x)
+                       for x, d in zip(xs, dims) if d is not None and x.dim() and (x.is_floating_point() or x.is_complex())]
+                if nan:
+                    keep = ~torch.stack(nan).any(0)
+                    xs = [x[keep] if d is not None and x.dim() else x for x, d in zip(xs, dims)]
+            inner_check(*xs, **kwargs)
+
     def merge(a, b):
         return MultioutputState(torch.func.vmap(metric.merge)(a.outputs, b.outputs), tuple(a.keep) + tuple(b.keep))
 
@@ -128,5 +143,6 @@ def multioutput(
     key = None if metric.state_key is None else (
         name, metric.state_key, num_outputs, output_dim, bool(remove_nans), bool(squeeze_outputs))
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
-                  state_key=key, reductions=reductions, higher_is_better=metric.higher_is_better,
+                  state_key=key, reductions=reductions, check=check,
+                  higher_is_better=metric.higher_is_better,
                   is_differentiable=metric.is_differentiable, bounds=metric.bounds)
