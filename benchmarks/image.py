@@ -146,7 +146,7 @@ def fid_statistics(d: int, n: int = FID_SAMPLES, seed: int = 0):
         nt = torch.tensor(n, dtype=torch.int64)
         return nt, n * mu, (n - 1) * s + n * torch.outer(mu, mu)
 
-    return FIDState(*side(0.0), *side(0.05))
+    return FIDState(*side(0.0), *side(0.05), torch.zeros((), dtype=torch.int64))
 
 
 def _sides(state):

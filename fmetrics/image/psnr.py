@@ -112,6 +112,11 @@ def peak_signal_noise_ratio(
         return c.scored(name, scores, reduction, key=("psnr", dims, data_range, base), nan_strategy=nan_strategy,
                         higher_is_better=True, is_differentiable=True)
 
+    check_inputs = _finite.eager_check(name, ("preds", "target"), nan_strategy)
+    # "error" on CPU, eager: the update's own SSE reveals a NaN / inf (one pass less than a separate check);
+    # not with a (min, max) range, whose clamp turns inf into a finite value
+    fused_check = nan_strategy == "error" and not isinstance(data_range, tuple)
+
     def init():
         acc = accum_dtype()
         return PSNRState(torch.zeros((), dtype=acc), torch.zeros((), dtype=torch.int64),
@@ -122,7 +127,8 @@ def peak_signal_noise_ratio(
         preds, target = _pair(name, preds, target)
         p, t = c.common_float(c.clamp_range(preds, data_range), c.clamp_range(target, data_range))
         n, nonfinite, lo, hi = t.numel(), state.nonfinite, state.lo, state.hi
-        if _finite.active(nan_strategy, *(x for x in (preds, target) if x.is_floating_point())):  # by entry, as MSE
+        screened = _finite.active(nan_strategy, *(x for x in (preds, target) if x.is_floating_point()))
+        if screened:  # by entry, as MSE
             bad = ~(torch.isfinite(preds) & torch.isfinite(target))
             n, nonfinite = n - validation.count(bad), nonfinite + validation.count(bad)
             if data_range is None and t.numel():
@@ -133,7 +139,10 @@ def peak_signal_noise_ratio(
             t_lo, t_hi = torch.aminmax(t)  # one pass
             lo = torch.minimum(lo, t_lo.to(lo.dtype))
             hi = torch.maximum(hi, t_hi.to(hi.dtype))
-        return PSNRState(state.sse + _sse(p, t), state.count + n, lo, hi, nonfinite)
+        sse = _sse(p, t)
+        if fused_check and not screened and not math.isfinite(float(sse)):  # CPU eager "error"
+            check_inputs(preds, target)  # raises quoting the non-finite values
+        return PSNRState(state.sse + sse, state.count + n, lo, hi, nonfinite)
 
     def finalize(state):
         _finite.report(name, nan_strategy, state.nonfinite)
@@ -148,7 +157,7 @@ def peak_signal_noise_ratio(
     tags = PSNRState(sse="sum", count="sum", lo="min", hi="max", nonfinite="sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
                   reductions=tags, higher_is_better=True, is_differentiable=True,
-                  check=_finite.eager_check(name, ("preds", "target"), nan_strategy))
+                  check=None if fused_check else check_inputs)
 
 
 def _pair(name, preds, target):
