@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import torch
 
@@ -177,8 +177,14 @@ def invalid_merge(a: Invalid, b: Invalid) -> Invalid:
     return Invalid(a.count + b.count, torch.where(seen, a.first, b.first), call, a.calls + b.calls)
 
 
-def invalid_report(metric: str, rule: str, inv: Invalid, policy: str = "error") -> None:
-    """Raises (or warns) in `finalize` when ``inv`` holds offending entries; valid entries were all kept."""
+def invalid_report(metric: str, rule: str, inv: Invalid, policy: Optional[str] = None) -> None:
+    """Raises (or warns) in `finalize` when ``inv`` holds offending entries; valid entries were all kept.
+
+    ``policy`` is the metric's own policy option (``"error"``, ``"warn"``, ``"ignore"``); ``None`` for a
+    metric without one (it raises, and the message does not suggest a policy).
+    """
+    remedy = "fix the input" if policy is None else "fix the input or use a policy that ignores it"
+    policy = policy or "error"
     if policy == "ignore":
         return
     n = int(inv.count)
@@ -187,8 +193,7 @@ def invalid_report(metric: str, rule: str, inv: Invalid, policy: str = "error") 
     first = float(inv.first)
     shown = str(int(first)) if first.is_integer() else repr(first)
     msg = (f"{metric}: {n} input entr{'y' if n == 1 else 'ies'} broke the rule: {rule}; the first was {shown} "
-           f"in update call {int(inv.call)}. The valid entries were counted; fix the input or use a "
-           f"policy that ignores it")
+           f"in update call {int(inv.call)}. The valid entries were counted; {remedy}")
     if policy == "error":
         raise ValueError(msg)
     warnings.warn(msg, UserWarning, stacklevel=3)
