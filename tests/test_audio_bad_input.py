@@ -91,7 +91,8 @@ CASES = {
     "sdr": (lambda **kw: fm.signal_distortion_ratio(filter_length=16, **kw), _noisy((3, 256)), _sdr_oracle,
             "signal_distortion_ratio", (3, 0)),
     "pit": (lambda **kw: fm.permutation_invariant_training(fm.scale_invariant_signal_distortion_ratio(), **kw),
-            _noisy((3, 2, 256)), _pit_oracle, "permutation_invariant_training", (3, 2, 0)),
+            _noisy((3, 2, 256)), _pit_oracle, "permutation_invariant_training(scale_invariant_signal_distortion_ratio)",
+            (3, 2, 0)),
     "stoi": (lambda **kw: fm.short_time_objective_intelligibility(fs=8000, **kw), _noisy((3, 4800)), _stoi_oracle,
              "short_time_objective_intelligibility", (3, 0)),
     "pesq": (_pesq_metric, _speech, _pesq_oracle, "perceptual_evaluation_speech_quality", (3, 0)),
@@ -165,10 +166,11 @@ def test_nonfinite_input_raises_at_once_with_the_state_intact(case):
     m = make()
     (p, t), (p2, t2) = batches(0), batches(1)
     s = m.update(m.init(), p, t)
-    with pytest.raises(ValueError, match=re.escape(f"{name}: preds must be finite (nan_strategy='error'); found nan")):
-        m.update(s, _spoil(p2, float("nan")), t2)
-    with pytest.raises(ValueError, match=re.escape(f"{name}: target must be finite (nan_strategy='error'); found -inf")):
-        m.update(s, p2, _spoil(t2, -float("inf")))
+    for arg, bad, found in (("preds", (_spoil(p2, float("nan")), t2), "nan"),
+                            ("target", (p2, _spoil(t2, -float("inf"))), "-inf")):
+        with pytest.raises(ValueError, match=re.escape(f"{name}: {arg} must be finite (nan_strategy='error'); "
+                                                       f"found {found}. Pass nan_strategy=")):
+            m.update(s, *bad)
     _close(m.finalize(m.update(s, p2, t2)), oracle(*_cat((p, t), (p2, t2))))
 
 
@@ -250,8 +252,9 @@ def test_pit_rejects_an_input_without_a_speaker_axis(shape):
     """Today a 2-d ``(batch, time)`` input was scored with every sample as a speaker (27 s at 200 samples)."""
     pit = fm.permutation_invariant_training(fm.scale_invariant_signal_distortion_ratio())
     x = torch.randn(shape)
-    with pytest.raises(ValueError, match=re.escape("permutation_invariant_training: argument `preds` expected a "
-                                                   "tensor of shape (batch, speakers, time, ...)")):
+    with pytest.raises(ValueError, match=re.escape("permutation_invariant_training(scale_invariant_signal_distortion_"
+                                                   "ratio): argument `preds` expected a tensor of shape (batch, "
+                                                   "speakers, time, ...)")):
         pit(x, x)
 
 

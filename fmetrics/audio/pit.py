@@ -195,6 +195,7 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
     check_bool(name, "per_example", per_example)
     _mean.check_nan_strategy(name, nan_strategy)
     maximize = eval_func == "max"
+    full = f"{name}({metric.name})"  # the metric's name, in its update and finalize errors
     one = torch.func.vmap(_one_value(metric))
     pairwise = _pairwise_plan(metric) if mode == "speaker-wise" else None
 
@@ -221,7 +222,7 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
                                for i in range(s)], -2)
             return best_permutation(mtx, maximize)
         if s > EXHAUSTIVE_MAX:
-            raise validation.fail(name, "preds", f"at most {EXHAUSTIVE_MAX} speakers in permutation-wise mode",
+            raise validation.fail(full, "preds", f"at most {EXHAUSTIVE_MAX} speakers in permutation-wise mode",
                                   f"{s} speakers")
         perms = _permutations(s, preds.device)
         n_p = perms.shape[0]
@@ -234,7 +235,7 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
     def screened(state, preds, target):
         """``(best values, best permutations, kept, invalid)``: ``kept`` None when every example is kept; the
         others are scored on zeroed non-finite entries (the search and the inner metric see finite signals)."""
-        _speaker_inputs(name, preds, target)
+        _speaker_inputs(full, preds, target)
         if not _mean.screens(nan_strategy, preds, target):
             return (*best(preds, target), None, _mean.unflagged(state.invalid))
         kept, invalid = _mean.nonfinite(state.invalid, 1, preds, target)
@@ -254,7 +255,7 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
             return PITValues((value,), (perm,), invalid)
 
         def finalize(state):
-            _mean.report(name, nan_strategy, state.invalid)
+            _mean.report(full, nan_strategy, state.invalid)
             dev_perm = torch.zeros(0, 0, dtype=torch.int64)
             return cat_chunks(state.values, torch.zeros(0, dtype=accum_dtype())), cat_chunks(state.perms, dev_perm)
 
@@ -273,13 +274,13 @@ def permutation_invariant_training(metric: Metric, *, mode: Literal["speaker-wis
                             state.count + validation.count(kept), invalid)
 
         def finalize(state):
-            _mean.report(name, nan_strategy, state.invalid, state.count)
+            _mean.report(full, nan_strategy, state.invalid, state.count)
             return state.total / state.count
 
         tags, merge = PITState(total="sum", count="sum", invalid=None), _merge_state
     key = None if metric.state_key is None else (name, metric.state_key, mode, eval_func, nan_strategy, per_example)
-    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
-                  state_key=key, reductions=tags, check=_mean.finite_check(name) if nan_strategy == "error" else None,
+    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=full,
+                  state_key=key, reductions=tags, check=_mean.finite_check(full) if nan_strategy == "error" else None,
                   higher_is_better=maximize, is_differentiable=metric.is_differentiable, bounds=metric.bounds)
 
 
