@@ -215,7 +215,9 @@ def _chunked_metric():
 
 def test_chunks_of_one_field_with_other_trailing_shapes_raise_naming_the_field():
     m = _chunked_metric()
-    s = m.update(m.update(m.init(), torch.zeros(2, 3)), torch.zeros(1, 4))
+    with pytest.raises(ValueError, match=r"an update gave a chunk of shape \(1, 4\) where the earlier updates gave"):
+        m.update(m.update(m.init(), torch.zeros(2, 3)), torch.zeros(1, 4))  # one process: update rejects it
+    s = m.merge(m.update(m.init(), torch.zeros(2, 3)), m.update(m.init(), torch.zeros(1, 4)))  # as from two ranks
     with pytest.raises(LayoutMismatchError, match=r"chunks of state\.rows differ in trailing shape \(rank 0 has a "
                                                   r"chunk of shape \(2, 3\), rank 0 has a chunk of shape \(1, 4\)"):
         reduce(m, s)
@@ -225,7 +227,7 @@ def test_chunks_of_one_field_with_other_trailing_shapes_raise_naming_the_field()
     merged = m.replace(init=lambda: _RowsN((), torch.zeros((), dtype=torch.int64)),
                        update=lambda s, x: _RowsN((x.clone(),), s.n + 1),
                        merge=lambda a, b: _RowsN(a.rows + b.rows, a.n + b.n), reductions=_RowsN(rows="cat", n=None))
-    s = merged.update(merged.update(merged.init(), torch.zeros(2, 3)), torch.zeros(1, 4))
+    s = merged.merge(merged.update(merged.init(), torch.zeros(2, 3)), merged.update(merged.init(), torch.zeros(1, 4)))
     with pytest.raises(LayoutMismatchError, match=r"chunks of state\.rows differ in trailing shape"):
         reduce(merged, s)
 
