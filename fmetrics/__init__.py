@@ -36,6 +36,7 @@ DOMAINS = (
     "nominal",
     "pairwise",
     "shape",
+    "multimodal",
 )
 _SUBMODULES = DOMAINS + ("wrappers", "plot")
 
