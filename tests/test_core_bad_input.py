@@ -228,3 +228,30 @@ def test_a_missing_torchmetrics_names_the_install(monkeypatch):
     with pytest.raises(ModuleNotFoundError, match="pip install torchmetrics"):
         importlib.import_module("adapters.torch_metric")
     monkeypatch.delitem(sys.modules, "adapters.torch_metric", raising=False)
+
+
+# ---------------------------------------------------------------- aggregation: what docs/design.md's table says
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "min", "max", "cat"])
+def test_aggregation_bad_input_behaves_as_documented(name):
+    torchmetrics = pytest.importorskip("torchmetrics")
+    m = getattr(fm, name)()
+    with pytest.raises(ValueError, match=f"{name}: argument `value` expected a tensor or a number, got list"):
+        m.update(m.init(), [1.0, 2.0])
+    with pytest.raises(ValueError, match=f"{name}: an input is on meta but the state is on cpu"):
+        m.update(m.init(), torch.ones(2, device="meta"))
+    x = torch.tensor([1.0, float("inf"), 2.0])
+    ref = {"sum": torchmetrics.SumMetric, "mean": torchmetrics.MeanMetric, "min": torchmetrics.MinMetric,
+           "max": torchmetrics.MaxMetric, "cat": torchmetrics.CatMetric}[name]()
+    ref.update(x)
+    assert torch.equal(m(x).to(ref.compute().dtype), ref.compute())  # inf is a value, as in torchmetrics
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        empty = m(torch.tensor([]))
+    want = {"sum": 0.0, "mean": math.nan, "min": math.inf, "max": -math.inf}
+    if name == "cat":
+        assert empty.numel() == 0
+    else:
+        assert torch.equal(empty, torch.tensor(want[name], dtype=torch.float64)) or (name == "mean" and empty.isnan())
+    assert bool(caught) == (name == "mean")  # only the undefined mean warns (docs/conventions.md, Empty input)
