@@ -3,7 +3,7 @@
 States are values: ``m.update(s, x)`` returns the new state and leaves ``s`` as it was, so a loop that
 calls it without ``s = ...`` finalizes the empty state. States that carry a `validation.Invalid` record
 count their updates (``calls``); `Metric.finalize` warns once when every count is 0 (the metric's own
-empty-input warning, where it gives one, is that warning)::
+warning about its value on no data, where it gives one, is that warning)::
 
     s = m.init()
     m.update(s, preds, target)   # the new state is dropped
@@ -55,7 +55,7 @@ def _equal(a: Any, b: Any) -> bool:
 @contextlib.contextmanager
 def checked(name: str, state: Any, init: Callable[[], Any]) -> Iterator[None]:
     """Around `Metric.finalize`'s call: for a never-updated state (outermost eager call only) one warning, `HINT`,
-    unless the metric gave its own empty-input warning (NaN: no samples were seen), which is that one."""
+    unless the metric gave its own (NaN: no samples were seen, fewer than 2, ...), which is that one."""
     unupdated = not _DEPTH[0] and not validation.traced() and never_updated(state, init)
     _DEPTH[0] += 1
     try:
@@ -69,7 +69,7 @@ def checked(name: str, state: Any, init: Callable[[], Any]) -> Iterator[None]:
         return
     for w in caught:  # as they came
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if not any(issubclass(w.category, UserWarning) and "(empty input" in str(w.message) for w in caught):
+    if not any(issubclass(w.category, UserWarning) for w in caught):  # its own word on the value of no data
         # stacklevel: this generator, contextlib's __exit__, Metric.finalize, its caller
         warnings.warn(f"{name}: {HINT}", UserWarning, stacklevel=4)
 
