@@ -17,6 +17,7 @@ import torch
 
 import fmetrics as fm
 from adapters import TorchMetric
+from fmetrics.networks import eval_view
 from fmetrics.recipe import factory
 from fmetrics.state import merge_fields
 from fmetrics.testing import assert_values_close
@@ -117,14 +118,15 @@ class _Sum(NamedTuple):
 
 @factory
 def embedding_mean(*, net: torch.nn.Module) -> fm.Metric:
-    """Mean of a network's outputs (a feature-network metric in miniature)."""
+    """Mean of a network's outputs (a feature-network metric in miniature): run in eval mode, never mutated."""
+    view = eval_view(net)
 
     def init():
         return _Sum(torch.zeros((), dtype=torch.float64), torch.zeros((), dtype=torch.int64))
 
     def update(s, x):
         with torch.no_grad():
-            y = net(x)
+            y = view(x)
         return _Sum(s.total + y.sum().to(torch.float64), s.count + y.numel())
 
     tags = _Sum(total="sum", count="sum")
@@ -169,20 +171,27 @@ def test_a_parent_module_moves_the_parameters_and_casts_leave_them_alone():
     assert parent.metric.fm_param_class_weights.device.type == "meta"
 
 
-def test_networks_are_submodules_in_eval_mode_and_move_with_the_wrapper():
+def test_networks_are_submodules_left_in_their_mode_and_move_with_the_wrapper():
     net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5))
+    net.train()
     w = TorchMetric(embedding_mean(net=net))
     assert dict(w.named_modules())["fm_param_net"] is net
-    assert not net.training
+    assert net.training  # the user's module is never switched (DESIGN §4)
     parent = torch.nn.Module()
     parent.metric = w
-    parent.train()  # Lightning calls this at fit start: the metric's network stays in eval mode
-    assert not net.training and w.training
+    parent.eval()
+    parent.train()  # Lightning calls this at fit start: the wrapper follows, the network keeps its own mode
+    assert net.training and all(m.training for m in net.modules()) and w.training
+    parent.eval()
+    assert net.training and not w.training
+    w.train()
     x = torch.randn(6, 3)
     w.update(x)
     w.update(x)
+    net.eval()
     with torch.no_grad():
         assert_values_close(w.compute(), net(x).double().mean(), 1e-6, 1e-7, "dropout off: eval mode")
+    net.train()
     parent.to("meta")
     assert next(w.metric.params["net"].parameters()).device.type == "meta"
     assert w.fm_total.device.type == "meta"
