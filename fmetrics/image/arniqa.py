@@ -50,8 +50,8 @@ def arniqa_scores(encoder, regressor, img: torch.Tensor, normalize: bool, lo: fl
     if normalize:
         img, half = imagenet_normalize(img), imagenet_normalize(half)
     n = img.shape[0]
-    f = F.normalize(encoder(img).reshape(n, -1), dim=1)
-    f_half = F.normalize(encoder(half).reshape(n, -1), dim=1)
+    f = F.normalize(encoder(img).flatten(1), dim=1)
+    f_half = F.normalize(encoder(half).flatten(1), dim=1)
     score = regressor(torch.cat((f, f_half), dim=1))
     return (score.reshape(n) - lo) / (hi - lo)
 
