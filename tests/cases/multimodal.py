@@ -38,7 +38,7 @@ def tiny_clip(folder: str, seed: int = 0, do_rescale: bool = True):
         f.write("#version: 0.2\n")
     config = transformers.CLIPConfig(
         text_config=dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, max_position_embeddings=24, bos_token_id=0, eos_token_id=1,
+                         num_attention_heads=2, max_position_embeddings=64, bos_token_id=0, eos_token_id=1,
                          pad_token_id=1),
         vision_config=dict(image_size=32, patch_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2),
