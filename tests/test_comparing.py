@@ -16,21 +16,11 @@ from sklearn import metrics as skm
 import fmetrics as fm
 from fmetrics import wrappers as W
 from tests import _draws_np
+from tests.cases.wrappers import swap_bits_np
 
 
 def _np(x):
     return x.double().numpy()
-
-
-def _swap_bits_np(keys, num):
-    """NumPy twin of `fmetrics.wrappers._pairs.swap_bits`: 64 fair bits per hash of (key, group)."""
-    groups = -(-num // 64)
-    with np.errstate(over="ignore"):
-        salt = _draws_np.mix((np.arange(groups, dtype=np.uint64) + np.uint64(1)) * np.uint64(_draws_np.G)
-                             + np.uint64(0x5A5A))
-        h = _draws_np.mix(keys[:, None] ^ salt[None, :])
-    bits = (h[..., None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-    return bits.reshape(len(keys), -1)[:, :num].T.astype(np.int64)
 
 
 def _data(n, seed, effect=0.0):
@@ -85,12 +75,12 @@ def test_permutation_test_matches_explicit_swaps(kind):
     a, b, t = _data(90, 2)
     t = t.double() if kind == "pearson-merges" else t
     R, seed = 70, 4
-    sid = torch.randperm(90) + 1000
+    sid = torch.randperm(90, generator=torch.Generator().manual_seed(9)) + 1000
     m = W.permutation_test(make(), num_permutations=R, seed=seed, sample_ids=True)
     s = m.merge(m.update(m.init(), sid[:30], a[:30], b[:30], t[:30]),
                 m.update(m.init(), sid[30:], a[30:], b[30:], t[30:]))
     out = m.finalize(s)
-    swap = _swap_bits_np(_draws_np.id_keys(seed, sid), R).astype(bool)
+    swap = swap_bits_np(_draws_np.id_keys(seed, sid), R).astype(bool)
     an, bn, tn = _np(a), _np(b), _np(t)
     sa = [stat(np.where(w, bn, an), tn) for w in swap]
     sb = [stat(np.where(w, an, bn), tn) for w in swap]
@@ -107,7 +97,7 @@ def test_swaps_are_fair_and_independent_of_batching():
     keys = torch.from_numpy(_draws_np.id_keys(0, np.arange(20000)).view(np.int64))
     s = swap_bits(keys, 130, torch.float64)
     assert s.shape == (130, 20000) and abs(float(s.mean()) - 0.5) < 0.005
-    np.testing.assert_array_equal(s.numpy(), _swap_bits_np(keys.numpy().view(np.uint64), 130))
+    np.testing.assert_array_equal(s.numpy(), swap_bits_np(keys.numpy().view(np.uint64), 130))
     assert abs(float(torch.corrcoef(s[:2])[0, 1])) < 0.03
 
 

@@ -80,18 +80,19 @@ def clopper_pearson(k: torch.Tensor, n: torch.Tensor, alpha: float):
 
 def bca(value: torch.Tensor, reps: torch.Tensor, jack: torch.Tensor, alpha: float):
     """Efron's bias-corrected and accelerated percentile interval (``jack``: leave-one-block-out values)."""
-    normal = torch.distributions.Normal(torch.zeros((), dtype=torch.float64), torch.ones((), dtype=torch.float64))
     below = ((reps < value).sum(0) + 0.5 * (reps == value).sum(0)).to(torch.float64) / reps.shape[0]
-    z0 = normal.icdf(below)
+    z0 = torch.special.ndtri(below)
     d = jack.mean(0) - jack
     spread = (d ** 2).sum(0)
     accel = torch.where(spread > 0, (d ** 3).sum(0) / (6 * spread.clamp(min=1e-300) ** 1.5), 0.0)
     out = []
     for q in (alpha / 2, 1 - alpha / 2):
         zq = _normal_quantile(q)
-        level = normal.cdf(z0 + (z0 + zq) / (1 - accel * (z0 + zq)))
-        out.append(torch.quantile(reps, level.reshape(-1), dim=0).diagonal().reshape(value.shape)
-                   if value.dim() else torch.quantile(reps, level))
+        level = torch.special.ndtr(z0 + (z0 + zq) / (1 - accel * (z0 + zq)))
+        q = level.nan_to_num(0.5)  # a NaN value (no data) has a NaN interval
+        q = torch.quantile(reps, q.reshape(-1), dim=0).diagonal().reshape(value.shape) if value.dim() \
+            else torch.quantile(reps, q)
+        out.append(torch.where(level.isnan(), torch.nan, q))
     return out
 
 

@@ -271,3 +271,43 @@ _CASES = [
 
 
 CASES = list(_CASES)  # every case runs every law, compile and compile epoch included
+
+
+def _delong_np(scores, y):
+    """DeLong et al. (1988) by definition, O(m n): psi over every (positive, negative) pair."""
+    x, z = scores[:, y == 1], scores[:, y == 0]
+    psi = (x[:, :, None] > z[:, None, :]) + 0.5 * (x[:, :, None] == z[:, None, :])
+    cov = np.atleast_2d(np.cov(psi.mean(2))) / x.shape[1] + np.atleast_2d(np.cov(psi.mean(1))) / z.shape[1]
+    return psi.mean((1, 2)), cov
+
+
+def _delong_ref(a, b, t):
+    auc, cov = _delong_np(np.stack([a.double().numpy(), b.double().numpy()]), t.numpy())
+    z = (auc[1] - auc[0]) / np.sqrt(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
+    from scipy.special import erfc
+    return {"auroc_a": auc[0], "auroc_b": auc[1], "delta": auc[1] - auc[0], "covariance": cov, "z": z,
+            "p_value": erfc(abs(z) / np.sqrt(2))}
+
+
+def _auroc_ci_ref(p, t):
+    auc, cov = _delong_np(p.double().numpy()[None], t.numpy())
+    std = np.sqrt(cov[0, 0])
+    return {"value": auc[0], "std": std, "ci_low": np.clip(auc[0] - 1.959963984540054 * std, 0, 1),
+            "ci_high": np.clip(auc[0] + 1.959963984540054 * std, 0, 1)}
+
+
+def _two_systems(seed):
+    g = torch.Generator().manual_seed(3000 + seed)
+    out = []
+    for n in (11, 0, 17, 6):
+        t = torch.randint(0, 2, (n,), generator=g)
+        a = (torch.randn(n, generator=g) + t).mul(2).round() / 2  # ties
+        out.append((a, 0.5 * a + torch.randn(n, generator=g) + t, t))
+    return out
+
+
+CASES += [
+    Case("delong_test", fm.delong_test, {}, _two_systems, reference=_delong_ref, check={"rtol": 1e-9}),
+    Case("binary_auroc_ci", fm.binary_auroc_ci, {}, lambda s: [(a, t) for a, _, t in _two_systems(s)],
+         reference=_auroc_ci_ref, check={"rtol": 1e-9}),
+]

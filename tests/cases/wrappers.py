@@ -267,3 +267,116 @@ CASES = [
          {"metric": fm.max(nan_strategy="disable"), "num_outputs": 3, "remove_nans": False},
          lambda s: _values(s, shape=(3,)), reference=lambda x: np.max(_np(x), axis=0)),
 ]
+
+
+# ---------------------------------------------------------------- comparing two systems (issue 32)
+
+def swap_bits_np(keys, num):
+    """NumPy twin of `fmetrics.wrappers._pairs.swap_bits`: ``(R, N)`` fair bits, 64 per hash of (key, group)."""
+    groups = -(-num // 64)
+    with np.errstate(over="ignore"):
+        salt = _draws_np.mix((np.arange(groups, dtype=np.uint64) + np.uint64(1)) * np.uint64(_draws_np.G)
+                             + np.uint64(0x5A5A))
+        h = _draws_np.mix(keys[:, None] ^ salt[None, :])
+    bits = (h[..., None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    return bits.reshape(len(keys), -1)[:, :num].T.astype(np.int64)
+
+
+def _two_systems(seed, regression=False):
+    g = _gen(seed)
+    ids = torch.randperm(sum(SIZES) * 2, generator=g) * 3 + 11
+    out, lo = [], 0
+    for n in SIZES:
+        n = 2 * n
+        t = torch.randint(0, 2, (n,), generator=g)
+        a = torch.sigmoid(torch.randn(n, generator=g) + t)
+        b = torch.sigmoid(torch.randn(n, generator=g) + 1.5 * t)
+        out.append((ids[lo:lo + n], a, b, t.double() if regression else t))
+        lo += n
+    return out
+
+
+def _paired_ref(stat, num, seed, swap=False, alpha=0.05):
+    """Explicit resamples (or swaps) in NumPy, then the paired summary of the issue (sacrebleu's p-values)."""
+    def ref(ids, a, b, t):
+        a, b, t = _np(a), _np(b), _np(t)
+        keys = _draws_np.id_keys(seed, ids)
+        va, vb = stat(a, t), stat(b, t)
+        if swap:
+            s = swap_bits_np(keys, num).astype(bool)
+            d = np.array([stat(np.where(w, a, b), t) - stat(np.where(w, b, a), t) for w in s])
+            return {"a": va, "b": vb, "delta": vb - va, "p_value": (np.sum(np.abs(d) > abs(vb - va)) + 1) / (num + 1)}
+        c = _draws_np.poisson_counts(keys, num)
+        d = np.array([stat(np.repeat(b, w), np.repeat(t, w)) - stat(np.repeat(a, w), np.repeat(t, w)) for w in c])
+        return {"a": va, "b": vb, "delta": vb - va, "ci_low": np.quantile(d, alpha / 2),
+                "ci_high": np.quantile(d, 1 - alpha / 2),
+                "p_value": (np.sum(np.abs(d) - np.abs(d).mean() > abs(vb - va)) + 1) / (num + 1)}
+
+    return ref
+
+
+def _bleu_pairs(seed):
+    rng = np.random.default_rng(seed)
+    vocab = [f"w{i}" for i in range(12)]
+    out, start = [], 0
+    for n in (5, 0, 7, 3):
+        refs = [" ".join(rng.choice(vocab, rng.integers(3, 8))) for _ in range(n)]
+        noisy = [[" ".join(w if rng.random() > p else rng.choice(vocab) for w in r.split()) for r in refs]
+                 for p in (0.3, 0.2)]
+        out.append((torch.arange(start, start + n) * 5 + 1, noisy[0], noisy[1], [[r] for r in refs]))
+        start += n
+    return out
+
+
+def _bleu_paired_ref(num, seed):
+    from sacrebleu.metrics import BLEU
+
+    def ref(ids, a, b, t):
+        refs = [r[0] for r in t]
+        bleu = lambda h, w: BLEU().corpus_score(list(np.repeat(h, w)), [list(np.repeat(refs, w))]).score / 100
+        c = _draws_np.poisson_counts(_draws_np.id_keys(seed, ids), num)
+        d = np.array([bleu(b, w) - bleu(a, w) for w in c])
+        ones = np.ones(len(refs), dtype=np.int64)
+        va, vb = bleu(a, ones), bleu(b, ones)
+        return {"a": va, "b": vb, "delta": vb - va, "ci_low": np.quantile(d, 0.025), "ci_high": np.quantile(d, 0.975),
+                "p_value": (np.sum(np.abs(d) - np.abs(d).mean() > abs(vb - va)) + 1) / (num + 1)}
+
+    return ref
+
+
+def _wilson_ref(p, t):
+    tp, pos = int(((p == 1) & (t == 1)).sum()), int((t == 1).sum())
+    ci = stats.binomtest(tp, pos).proportion_ci(method="wilson")
+    return {"value": tp / pos, "ci_low": ci.low, "ci_high": ci.high}
+
+
+def _auroc(p, t):
+    return skm.roc_auc_score(t, p)
+
+
+CASES += [
+    Case("paired_bootstrap-binary_auroc-ids", W.paired_bootstrap,
+         {"metric": fm.binary_auroc(), "num_samples": 6, "sample_ids": True, "seed": 3}, _two_systems,
+         reference=_paired_ref(_auroc, 6, 3)),
+    Case("paired_bootstrap-mean_squared_error-ids", W.paired_bootstrap,
+         {"metric": fm.mean_squared_error(), "num_samples": 9, "sample_ids": True, "seed": 1, "alpha": 0.2},
+         lambda s: _two_systems(s, regression=True),
+         reference=_paired_ref(lambda p, t: np.mean((p - t) ** 2), 9, 1, alpha=0.2)),
+    Case("paired_bootstrap-sacre_bleu_score-ids", W.paired_bootstrap,
+         {"metric": fm.sacre_bleu_score(), "num_samples": 5, "sample_ids": True, "seed": 2}, _bleu_pairs,
+         reference=_bleu_paired_ref(5, 2)),
+    Case("permutation_test-binary_auroc-ids", W.permutation_test,
+         {"metric": fm.binary_auroc(), "num_permutations": 7, "sample_ids": True, "seed": 4}, _two_systems,
+         reference=_paired_ref(_auroc, 7, 4, swap=True)),
+    Case("permutation_test-mean_squared_error-ids", W.permutation_test,
+         {"metric": fm.mean_squared_error(), "num_permutations": 70, "sample_ids": True},
+         lambda s: _two_systems(s, regression=True),
+         reference=_paired_ref(lambda p, t: np.mean((p - t) ** 2), 70, 0, swap=True)),
+    Case("confidence_interval-binary_recall-wilson", W.confidence_interval,
+         {"metric": fm.binary_recall(), "method": "wilson"},
+         lambda s: [(a.round().long(), t) for _, a, _, t in _two_systems(s)], reference=_wilson_ref,
+         integer_state=True),
+    Case("confidence_interval-mean-bca-ids", W.confidence_interval,
+         {"metric": fm.mean(), "method": "bootstrap", "interval": "bca", "num_samples": 20, "sample_ids": True},
+         _with_ids, reference=None),
+]
