@@ -25,6 +25,7 @@ from fmetrics.image.arniqa import IMAGENET_MEAN, IMAGENET_STD
 from fmetrics.metric import Metric
 from fmetrics.networks import eval_view
 from fmetrics.recipe import factory
+from fmetrics.state import cat_chunks
 
 C1 = C2 = 1e-6
 
@@ -99,13 +100,19 @@ def dists_scores(net, x: torch.Tensor, y: torch.Tensor, alpha, beta, name: str =
     return 1 - dist
 
 
-def _finite_post(name: str):
-    def post(v: torch.Tensor) -> torch.Tensor:
-        if v.numel() and not math.isfinite(float(v.sum())):
-            raise ValueError(f"{name}: the network returned non-finite features for finite images; "
+def _checked(name: str, finalize):
+    """``finalize`` that first raises when the network gave non-finite scores for finite images."""
+    def run(state):
+        if hasattr(state, "total"):
+            sums = state.total
+        else:
+            sums = cat_chunks(state.values, torch.zeros(0, dtype=torch.float64))
+            sums = sums[cat_chunks(state.valid, torch.zeros(0, dtype=torch.bool))]
+        if sums.numel() and not math.isfinite(float(sums.sum())):
+            raise ValueError(f"{name}: the network returned non-finite scores for finite images; "
                              "check the network's weights")
-        return v
-    return post
+        return finalize(state)
+    return run
 
 
 @factory
@@ -170,5 +177,5 @@ def deep_image_structure_and_texture_similarity(
             return dists_scores(model, a, b, alpha, beta, name).detach()
 
     red = {"mean": "elementwise_mean", "sum": "sum"}.get(reduction, "none")
-    return c.scored(name, scores, red, key=("dists",), nan_strategy=nan_strategy, post=_finite_post(name),
-                    higher_is_better=False).replace(state_key=None)
+    m = c.scored(name, scores, red, key=("dists",), nan_strategy=nan_strategy, higher_is_better=False)
+    return m.replace(state_key=None, finalize=_checked(name, m._finalize))

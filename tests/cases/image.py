@@ -336,3 +336,81 @@ SLOW_CASES += [
          lambda s: _imgs(s, c=1, h=162, w=161, sizes=(1, 0, 1)), reference=_pm_ms_ssim(1.0) if HAVE_MSSSIM else None,
          check={"reference_rtol": 1e-5, "reference_atol": 1e-6}),
 ]
+
+
+# --------------------------------------------------------------- ARNIQA / DISTS / PPL (issue 29)
+# Tiny random networks (module-level classes: the metrics pickle with their networks). Parity with torchmetrics'
+# own forward passes lives in tests/test_image_models.py; here the laws.
+
+def _tiny(module):
+    torch.manual_seed(0)
+    return module().double()
+
+
+class TinyPPLGenerator(torch.nn.Module):
+    """``forward(z) -> (N, 3, 6, 6)`` images in [0, 255]; ``sample(n) -> (n, 3)`` latents."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3 * 6 * 6)
+
+    def forward(self, z):
+        return 255 * torch.sigmoid(self.lin(z)).reshape(-1, 3, 6, 6)
+
+    def sample(self, n):
+        return torch.randn(n, 3, dtype=torch.float64)
+
+
+class TinySimNet(torch.nn.Module):
+    """``(img1, img2) -> (N,)``: mean squared difference of tanh conv features."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 2, 3)
+
+    def forward(self, a, b):
+        return ((torch.tanh(self.conv(a)) - torch.tanh(self.conv(b))) ** 2).mean((1, 2, 3))
+
+
+def _arniqa_nets():
+    torch.manual_seed(0)
+    enc = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1)).double()
+    return {"encoder": enc, "regressor": torch.nn.Linear(8, 1).double()}
+
+
+def _dists_net():
+    from fmetrics.image.dists import DISTSBackbone
+    torch.manual_seed(0)
+    return DISTSBackbone(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                                             torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 5, 3, padding=1),
+                                             torch.nn.ReLU()).double())
+
+
+def _single_imgs(seed):
+    return [(p,) for p, _ in _lpips_batches(seed)]
+
+
+def _latents(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(n, 3, generator=g, dtype=torch.float64), torch.randn(n, 3, generator=g, dtype=torch.float64))
+            for n in (5, 1, 0, 6)]
+
+
+def _ppl_sorted(v):
+    return v[0], v[1], torch.sort(v[2]).values
+
+
+CASES += [
+    Case("arniqa", fi.arniqa, _arniqa_nets(), _single_imgs),
+    Case("arniqa-none-kadid", fi.arniqa, {**_arniqa_nets(), "reduction": "none", "regressor_dataset": "kadid10k"},
+         _single_imgs, check=SORTED),
+    Case("dists", fi.deep_image_structure_and_texture_similarity, {"net": _dists_net()}, _lpips_batches),
+    Case("dists-none", fi.deep_image_structure_and_texture_similarity, {"net": _dists_net(), "reduction": None},
+         _lpips_batches, check=SORTED),
+    Case("ppl", fi.perceptual_path_length,
+         {"generator": _tiny(TinyPPLGenerator), "sim_net": _tiny(TinySimNet), "resize": 4, "epsilon": 1e-2,
+          "batch_size": 4, "lower_discard": 0.1, "upper_discard": 0.9}, _latents, check={"canonical": _ppl_sorted}),
+    Case("ppl-slerp", fi.perceptual_path_length,
+         {"generator": _tiny(TinyPPLGenerator), "sim_net": _tiny(TinySimNet), "resize": None, "epsilon": 1e-2,
+          "interpolation_method": "slerp_unit"}, _latents, check={"canonical": _ppl_sorted}),
+]
