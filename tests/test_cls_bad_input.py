@@ -26,8 +26,13 @@ COUNTS = {"binary_stat_scores", "multiclass_stat_scores", "multilabel_stat_score
 GROUPS = {"binary_groups_stat_rates", "binary_fairness", "demographic_parity", "equal_opportunity"}
 
 
+# DeLong's test / CI (issue 32) have their own inputs and fewer-than-2-per-class rule, tested with them
+OWN_RULE = {"delong_test", "binary_auroc_ci"}
+
+
 def _factories():
-    return [n for n in fc.__all__ if "task" not in inspect.signature(getattr(fm, n)).parameters]
+    return [n for n in fc.__all__ if "task" not in inspect.signature(getattr(fm, n)).parameters
+            and n not in OWN_RULE]
 
 
 def _build(name, **extra):
@@ -79,6 +84,20 @@ def test_empty_stream_is_nan_with_the_one_warning(name):
             value = m.finalize(state)
         leaves = _leaves(value[:2] if _is_curve(name) else value)  # a curve keeps its thresholds
         assert leaves and all(x.is_floating_point() and bool(torch.isnan(x).all()) for x in leaves), value
+
+
+@pytest.mark.parametrize("name", [n for n in _factories() if "thresholds" in inspect.signature(getattr(fm, n)).parameters])
+def test_binned_curves_on_empty_input(name):
+    """Binned states (an int64 histogram, e.g. binary AUROC with 5 thresholds gave 0.0): the same rule;
+    binned curves keep their thresholds, linspace(0, 1, 5) (ROC lists them reversed)."""
+    m = _build(name, thresholds=5)
+    s = m.update(m.init(), *_inputs(name, 0))
+    with pytest.warns(UserWarning, match=f"^{name}: {EMPTY}$"):
+        value = m.finalize(s)
+    assert all(bool(torch.isnan(x).all()) for x in _leaves(value[:2] if _is_curve(name) else value))
+    if _is_curve(name):
+        for thr in _leaves(value[2]):
+            torch.testing.assert_close(thr.sort().values, torch.tensor([0.0, 0.25, 0.5, 0.75, 1.0]), check_dtype=False)
 
 
 @pytest.mark.parametrize("name", [n for n in _factories() if "ignore_index" in inspect.signature(getattr(fm, n)).parameters
