@@ -35,24 +35,32 @@ class DelongState(NamedTuple):
 
 def placements(scores: torch.Tensor, positive: torch.Tensor):
     """``(V10, V01)``: ``(K, m)`` positive and ``(K, n)`` negative placements, in sample order, by one sort
-    per system."""
-    m, n = int(positive.sum()), int((~positive).sum())
+    per system and linear passes (a tie group's bounds by running max / min, class counts by cumsum)."""
+    total = positive.shape[0]
+    m = int(positive.sum())
+    n = total - m
+    pos_at, neg_at = torch.nonzero(positive).squeeze(1), torch.nonzero(~positive).squeeze(1)
+    idx = torch.arange(total)
     v10, v01 = [], []
     for s in scores.unbind(1):
-        order = torch.argsort(s)
-        ss, pos = s[order], positive[order].to(torch.float64)
-        new = torch.ones_like(ss, dtype=torch.bool)
-        new[1:] = ss[1:] != ss[:-1]
-        group = torch.cumsum(new, 0) - 1  # tie group of each sorted entry
-        size = int(group[-1]) + 1 if group.numel() else 0
-        pos_g = torch.zeros(size, dtype=torch.float64).index_add_(0, group, pos)
-        neg_g = torch.zeros(size, dtype=torch.float64).index_add_(0, group, 1 - pos)
-        below = torch.cumsum(neg_g, 0) - neg_g + neg_g / 2  # negatives under (ties: half)
-        above = m - torch.cumsum(pos_g, 0) + pos_g / 2  # positives over (ties: half)
-        v = torch.where(pos.bool(), below[group] / max(n, 1), above[group] / max(m, 1))
-        v = torch.empty_like(v).scatter_(0, order, v)  # back to sample order: pairs across systems
-        v10.append(v[positive])
-        v01.append(v[~positive])
+        ss, order = torch.sort(s)
+        pos = positive[order]
+        cumneg = torch.zeros(total + 1, dtype=torch.int64)
+        cumpos = torch.zeros(total + 1, dtype=torch.int64)
+        torch.cumsum(~pos, 0, out=cumneg[1:])
+        torch.cumsum(pos, 0, out=cumpos[1:])
+        start = torch.ones(total, dtype=torch.bool)
+        start[1:] = ss[1:] != ss[:-1]
+        lo = torch.cummax(torch.where(start, idx, 0), 0).values  # first index of the tie group
+        end = torch.roll(start, -1)
+        end[-1:] = True
+        hi = torch.cummin(torch.where(end, idx + 1, total).flip(0), 0).values.flip(0)  # one past its last
+        # negatives under a positive (half the tied ones), positives over a negative (half the tied ones)
+        v = torch.where(pos, (cumneg[lo] + cumneg[hi]).to(torch.float64) / (2 * max(n, 1)),
+                        (2 * m - cumpos[lo] - cumpos[hi]).to(torch.float64) / (2 * max(m, 1)))
+        v = torch.empty_like(v).index_put_((order,), v)  # back to sample order: pairs across systems
+        v10.append(v[pos_at])
+        v01.append(v[neg_at])
     return torch.stack(v10), torch.stack(v01)
 
 
