@@ -13,6 +13,7 @@ from fmetrics.text.bleu import bleu_score, sacre_bleu_score
 from fmetrics.text.chrf import chrf_score
 from fmetrics.text.edit import edit_distance
 from fmetrics.text.eed import extended_edit_distance
+from fmetrics.text.infolm import infolm
 from fmetrics.text.perplexity import perplexity
 from fmetrics.text.rouge import rouge_score
 from fmetrics.text.squad import squad
@@ -25,6 +26,7 @@ __all__ = [
     "chrf_score",
     "edit_distance",
     "extended_edit_distance",
+    "infolm",
     "match_error_rate",
     "squad",
     "translation_edit_rate",
