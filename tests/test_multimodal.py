@@ -318,3 +318,41 @@ def test_lve_nasty_cases():
     for mouth in ([], [-1], [1.5], "12"):
         with pytest.raises(ValueError, match="lip_vertex_error: argument `mouth_map` expected"):
             fmetrics.lip_vertex_error(mouth_map=mouth)
+
+
+# ------------------------------------------------------------ distributed: gloo ranks, one of them empty
+
+
+def _dist_body(rank: int, world: int):
+    import torch as _torch
+
+    _torch.set_num_threads(1)
+    from tests.cases.multimodal import CASES
+    from tests.test_distributed import _run_case
+
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for case in CASES:
+            out[case.id] = _run_case(case, rank, world, 0)[1:]  # (reduced value, one-process value on rank 0)
+    return out
+
+
+@pytest.mark.slow  # two process groups that each build the network: ~1 minute on a loaded 2-core machine
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, 3])
+def test_gloo_ranks_with_an_empty_rank_reduce_to_the_one_process_value(world):
+    from tests._dist import spawn
+    from tests.cases.multimodal import CASES
+
+    results = spawn(_dist_body, world, timeout=400)
+    for case in CASES:  # float32 networks give batch-dependent roundings: float tolerance, as the law suite
+        canonical = case.check.get("canonical", lambda v: v)
+        one = canonical(results[0][case.id][1])
+        for r in range(world):
+            got = canonical(results[r][case.id][0])
+            if isinstance(one, dict):
+                for k in one:
+                    torch.testing.assert_close(got[k], one[k], rtol=1e-6, atol=1e-7, msg=f"{case.id} rank {r} {k}")
+            else:
+                torch.testing.assert_close(got, one, rtol=1e-6, atol=1e-7, msg=f"{case.id} rank {r}")
