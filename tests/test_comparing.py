@@ -390,3 +390,52 @@ def test_calibration_under_null_and_power(wrapper):
     print(f"{wrapper}: rejection rate at alpha=0.05 under the null {null:.3f} (500 pairs), power at +0.1 {power:.2f}")
     assert 0.025 <= null <= 0.08, null
     assert power > 0.4, power
+
+
+# ---------------------------------------------------------------- retrieval: whole queries
+
+def _ranked(seed):
+    g = torch.Generator().manual_seed(seed)
+    per = torch.randint(3, 9, (40,), generator=g)
+    idx = torch.repeat_interleave(torch.arange(40) * 7 + 2, per)
+    t = torch.randint(0, 3, (idx.numel(),), generator=g)
+    t[torch.cumsum(per, 0) - 1] = 1  # every query has a relevant document
+    a = torch.rand(idx.numel(), generator=g)
+    return a, a + 0.3 * t * torch.rand(idx.numel(), generator=g), t, idx
+
+
+def _per_query_ndcg(p, t, idx, k=5):
+    return np.array([skm.ndcg_score([_np(t[idx == q])], [_np(p[idx == q])], k=k) for q in torch.unique(idx)])
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+def test_retrieval_resamples_whole_queries(test):
+    """NDCG@5: a replicate is the mean over queries weighted by each query's draw (sklearn's per-query NDCG)."""
+    a, b, t, idx = _ranked(0)
+    R, seed = 30, 2
+    if test == "bootstrap":
+        m = W.paired_bootstrap(fm.retrieval_normalized_dcg(top_k=5), num_samples=R, seed=seed)
+    else:
+        m = W.permutation_test(fm.retrieval_normalized_dcg(top_k=5), num_permutations=R, seed=seed)
+    order = torch.randperm(idx.numel(), generator=torch.Generator().manual_seed(1))  # queries split across batches
+    s = m.init()
+    for part in order.tensor_split(3):
+        s = m.update(s, a[part], b[part], t[part], idx[part])
+    out = m.finalize(s)
+    qa, qb = _per_query_ndcg(a, t, idx), _per_query_ndcg(b, t, idx)
+    keys = _draws_np.id_keys(seed, torch.unique(idx))
+    delta = qb.mean() - qa.mean()
+    np.testing.assert_allclose(float(out["delta"]), delta, rtol=1e-9)
+    if test == "bootstrap":
+        c = _draws_np.poisson_counts(keys, R)
+        d = np.array([(w @ qb - w @ qa) / w.sum() for w in c])
+        np.testing.assert_allclose([float(out["ci_low"]), float(out["ci_high"])], np.quantile(d, [0.025, 0.975]),
+                                   rtol=1e-9)
+        p = (np.sum(np.abs(d) - np.abs(d).mean() > abs(delta)) + 1) / (R + 1)
+    else:
+        s_ = swap_bits_np(keys, R).astype(bool)
+        d = np.array([np.where(w, qa, qb).mean() - np.where(w, qb, qa).mean() for w in s_])
+        p = (np.sum(np.abs(d) > abs(delta)) + 1) / (R + 1)
+    np.testing.assert_allclose(float(out["p_value"]), p, rtol=1e-9)
+    with pytest.raises(ValueError, match="paired_bootstrap.*sample_ids.*retrieval"):
+        W.paired_bootstrap(fm.retrieval_normalized_dcg(), sample_ids=True)

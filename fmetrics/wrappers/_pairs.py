@@ -47,9 +47,27 @@ def swap_bits(keys: torch.Tensor, num: int, dtype: torch.dtype, first: int = 0) 
     return bits.flatten(-2)[..., :num].to(dtype).transpose(-1, -2)
 
 
+def by_query(metric: Metric) -> bool:
+    """Retrieval metrics (a mean over queries) are resampled by whole queries, keyed by their query ids."""
+    return metric.recipe is not None and metric.recipe.module.startswith("fmetrics.retrieval")
+
+
+def _query_copies(state, counts: torch.Tensor):
+    """A retrieval replicate whose query ``q`` was drawn ``c`` times: copy ``j`` of its rows becomes query
+    ``8 q + j`` (counts are at most 7), so each copy is ranked as a query of its own."""
+    starts = torch.cumsum(counts, 0) - counts
+    copy = torch.arange(int(counts.sum()), device=counts.device) - torch.repeat_interleave(starts, counts)
+    indexes = state.indexes[0] if state.indexes else torch.zeros(0, dtype=torch.int64)
+    return state._replace(indexes=(indexes * 8 + copy,))
+
+
 def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: bool, swap: bool,
                 summary: Callable[[Any, Any, Any, Any], dict]) -> Metric:
     """The paired `Metric`: ``summary(value_a, value_b, replicates_a, replicates_b)`` makes its value."""
+    queries = by_query(metric)
+    if queries and sample_ids:
+        raise validation.fail(name, "sample_ids", "False for a retrieval metric (whole queries are resampled, "
+                              "keyed by the query ids of `indexes`)", "True")
     tags = _rows.decomposable_tags(name, metric)
     keeps_rows = _rows.has_cat(tags, metric.init())
     bits = 1 if swap else 3  # the largest weight: 1 (a swap) or 7 (the Poisson table)
@@ -104,8 +122,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         a, b = metric.update(state.a, *in_a), metric.update(state.b, *in_b)
         if n == 0:
             return state._replace(a=a, b=b)
-        if sample_ids:
-            keys = _draws.sample_keys(seed, ids)
+        if sample_ids or queries:
+            keys = _draws.sample_keys(seed, ids if sample_ids else every[-1])
         else:
             offsets = state.seen + torch.arange(n, dtype=torch.int64, device=state.seen.device)
             keys = _draws.sample_keys(seed, offsets, _stream_id()) ^ _draws.content_hash(every, n) \
@@ -137,8 +155,11 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     def finalize(state):
         reps_a, reps_b = [], []
         for r, counts in enumerate(replicate_counts(state)):
-            reps_a.append(metric.finalize(_rows.select(tags, state.reps_a, r, counts)))
-            reps_b.append(metric.finalize(_rows.select(tags, state.reps_b, r, counts)))
+            rep_a, rep_b = _rows.select(tags, state.reps_a, r, counts), _rows.select(tags, state.reps_b, r, counts)
+            if queries and not swap and counts is not None:
+                rep_a, rep_b = _query_copies(rep_a, counts), _query_copies(rep_b, counts)
+            reps_a.append(metric.finalize(rep_a))
+            reps_b.append(metric.finalize(rep_b))
         return summary(metric.finalize(state.a), metric.finalize(state.b),
                        _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
 

@@ -46,7 +46,9 @@ def paired_bootstrap(metric: Metric, *, num_samples: int = 1000, alpha: float = 
       sample_ids: ``False`` (default): a row's draws are keyed by its arrival
         offset, the rank and its input values; ``True``: the first input is an integer
         tensor ``(B,)`` of sample ids keying the draws, so the result is independent of
-        batching, sharding and rank count.
+        batching, sharding and rank count. A retrieval metric is always resampled by
+        whole queries, keyed by its query ids (``indexes``, its last input): a query
+        drawn ``c`` times counts as ``c`` queries (leave ``sample_ids`` False).
 
     Inputs:
       ``update(state, [ids,] preds_a, preds_b, *rest)``: both systems' predictions for
@@ -102,7 +104,8 @@ def permutation_test(metric: Metric, *, num_permutations: int = 1000, seed: int 
         `fmetrics.wrappers.bootstrap`.
       num_permutations: random swaps drawn, an int ``>= 1`` (default 1000).
       seed: int seed of the counter-based draws (default 0).
-      sample_ids: as for `paired_bootstrap` (default ``False``).
+      sample_ids: as for `paired_bootstrap` (default ``False``); a retrieval metric
+        swaps whole queries, keyed by its query ids.
 
     Inputs:
       ``update(state, [ids,] preds_a, preds_b, *rest)``.

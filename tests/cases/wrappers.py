@@ -380,3 +380,37 @@ CASES += [
          {"metric": fm.mean(), "method": "bootstrap", "interval": "bca", "num_samples": 20, "sample_ids": True},
          _with_ids, reference=None),
 ]
+
+
+def _queries(seed):
+    g = _gen(seed)
+    idx = torch.randint(0, 6, (sum(SIZES) * 2,), generator=g) * 5 + 3
+    t = torch.randint(0, 3, idx.shape, generator=g)
+    a = torch.rand(idx.shape, generator=g)
+    b = a + 0.5 * t * torch.rand(idx.shape, generator=g)
+    cuts = np.cumsum([0] + [2 * n for n in SIZES])
+    return [(a[lo:hi], b[lo:hi], t[lo:hi], idx[lo:hi]) for lo, hi in zip(cuts[:-1], cuts[1:])]
+
+
+def _query_boot_ref(num, seed):
+    """Whole queries resampled: a replicate is the mean of sklearn's per-query NDCG weighted by the draws."""
+    def ref(a, b, t, idx):
+        qs = torch.unique(idx)
+        per = lambda p: np.array([skm.ndcg_score([_np(t[idx == q])], [_np(p[idx == q])], k=3)
+                                  if t[idx == q].sum() > 0 else 0.0 for q in qs])
+        qa, qb = per(a), per(b)
+        c = _draws_np.poisson_counts(_draws_np.id_keys(seed, qs), num)
+        d = np.array([(w @ qb - w @ qa) / w.sum() for w in c])
+        delta = qb.mean() - qa.mean()
+        return {"a": qa.mean(), "b": qb.mean(), "delta": delta, "ci_low": np.quantile(d, 0.025),
+                "ci_high": np.quantile(d, 0.975),
+                "p_value": (np.sum(np.abs(d) - np.abs(d).mean() > abs(delta)) + 1) / (num + 1)}
+
+    return ref
+
+
+CASES += [
+    Case("paired_bootstrap-retrieval_normalized_dcg-queries", W.paired_bootstrap,
+         {"metric": fm.retrieval_normalized_dcg(top_k=3), "num_samples": 8, "seed": 6}, _queries,
+         reference=_query_boot_ref(8, 6)),
+]
