@@ -223,3 +223,43 @@ CASES += [
                                                       "all_layers": True, "batch_size": 4}, _bert_pairs,
          check={"canonical": _sorted_dict}),
 ]
+
+
+# --------------------------------------------------------------- InfoLM over a tiny random BERT masked LM (no download)
+
+
+def _tiny_mlm():
+    try:
+        import transformers
+    except ModuleNotFoundError:
+        return None
+    import tempfile
+
+    from tests._tiny_mlm import tiny_mlm
+
+    transformers.logging.set_verbosity_error()
+    return tiny_mlm(tempfile.mkdtemp(prefix="fmetrics-mlm-"))
+
+
+def _infolm_pairs(seed):
+    from tests._tiny_mlm import WORDS as MLM_WORDS
+
+    rng = random.Random(seed)
+    p = [" ".join(rng.choice(MLM_WORDS + ["zebra", "The"]) for _ in range(rng.randint(1, 5))) for _ in range(8)]
+    t = [" ".join(rng.choice(MLM_WORDS) for _ in range(rng.randint(1, 5))) for _ in range(8)]
+    return batches(p, t, sizes=(3, 0, 2, 1))
+
+
+MLM = _tiny_mlm()
+if MLM is not None:
+    CASES += [
+        Case("infolm-kl", ft.infolm, {"model": MLM[0], "tokenizer": MLM[1], "idf": False}, _infolm_pairs),
+        Case("infolm-ab-sentences", ft.infolm, {"model": MLM[0], "tokenizer": MLM[1], "idf": False,
+                                                "information_measure": "ab_divergence", "alpha": 0.5, "beta": 0.7,
+                                                "return_sentence_level_score": True, "batch_size": 5},
+             _infolm_pairs, check=_SENT),
+        Case("infolm-idf-fisher-rao-sentences", ft.infolm, {"model": MLM[0], "tokenizer": MLM[1],
+                                                            "information_measure": "fisher_rao_distance",
+                                                            "return_sentence_level_score": True}, _infolm_pairs,
+             check=_SENT),
+    ]
