@@ -151,3 +151,51 @@ def delong_test(quick: bool, device="cpu"):
         return {k: torch.tensor(v, dtype=torch.float64) for k, v in out.items()}
 
     return {"fmetrics": ours, "numpy": numpy}
+
+
+def _ranking(quick: bool):
+    """1e6 rows (1e4 with --quick) in queries of 20 documents, graded relevance 0-3; B ranks a bit better."""
+    g = torch.Generator().manual_seed(2)
+    n = _rows(quick)
+    idx = torch.arange(n) // 20
+    t = torch.randint(0, 4, (n,), generator=g)
+    a = torch.rand(n, generator=g) + 0.10 * t
+    return a, torch.rand(n, generator=g) + 0.12 * t, t, idx
+
+
+def _numpy_ndcg_per_query(p, t, idx, k):
+    """Per-query NDCG@k (linear gains, as sklearn's ndcg_score) by two lexsorts."""
+    order = np.lexsort((-p, idx))
+    ideal = np.lexsort((-t, idx))
+    starts = np.r_[0, np.flatnonzero(np.diff(idx[order])) + 1]
+    rank = np.arange(len(p)) - np.repeat(starts, np.diff(np.r_[starts, len(p)]))
+    disc = np.where(rank < k, 1.0 / np.log2(rank + 2.0), 0.0)
+    q = idx[order][starts]
+    dcg = np.bincount(np.searchsorted(q, idx[order]), weights=t[order] * disc)
+    idcg = np.bincount(np.searchsorted(q, idx[ideal]), weights=t[ideal] * disc)
+    return np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1), 0.0)
+
+
+@register("comparing/paired_bootstrap_ndcg", domain="comparing", samples=_rows, peers=("numpy",), tolerance=1e-9)
+def paired_bootstrap_ndcg(quick: bool, device="cpu"):
+    """paired_bootstrap(retrieval_normalized_dcg(top_k=10), 1000 replicates, whole queries) vs NumPy: a, b, delta"""
+    a, b, t, idx = on_device(_ranking(quick), device)
+    m = fmetrics.wrappers.paired_bootstrap(fmetrics.retrieval_normalized_dcg(top_k=10), num_samples=REPLICATES)
+
+    def ours():
+        s = m.init(None if a.device.type == "cpu" else a.device)
+        for lo in range(0, a.shape[0], 100_000):
+            s = m.update(s, a[lo:lo + 100_000], b[lo:lo + 100_000], t[lo:lo + 100_000], idx[lo:lo + 100_000])
+        out = m.finalize(s)
+        return {k: out[k] for k in ("a", "b", "delta")}
+
+    def numpy():
+        pa, pb, tn, qn = (x.cpu().numpy() for x in (a, b, t, idx))
+        va, vb = (_numpy_ndcg_per_query(x.astype(np.float64), tn.astype(np.float64), qn, 10) for x in (pa, pb))
+        rng = np.random.default_rng(0)
+        w = rng.poisson(1.0, (REPLICATES, va.shape[0])).astype(np.float64)
+        deltas = (w @ vb - w @ va) / w.sum(1)
+        np.quantile(deltas, [0.025, 0.975])
+        return {"a": torch.tensor(va.mean()), "b": torch.tensor(vb.mean()), "delta": torch.tensor(vb.mean() - va.mean())}
+
+    return {"fmetrics": ours, "numpy": numpy}

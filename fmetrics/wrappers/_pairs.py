@@ -68,6 +68,10 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     if queries and sample_ids:
         raise validation.fail(name, "sample_ids", "False for a retrieval metric (whole queries are resampled, "
                               "keyed by the query ids of `indexes`)", "True")
+    args = metric.recipe.arguments if queries else {}
+    # a mean over queries: replicates weigh the per-query values once computed (no replicate states)
+    per_query = metric.recipe.call(aggregation="none") if queries and args.get("aggregation") == "mean" \
+        and args.get("ignore_index") is None else None
     tags = _rows.decomposable_tags(name, metric)
     keeps_rows = _rows.has_cat(tags, metric.init())
     bits = 1 if swap else 3  # the largest weight: 1 (a swap) or 7 (the Poisson table)
@@ -120,8 +124,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             raise validation.fail(name, "ids", f"an integer tensor of shape ({n},), one id per row of the other "
                                   "inputs", f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
         a, b = metric.update(state.a, *in_a), metric.update(state.b, *in_b)
-        if n == 0:
-            return state._replace(a=a, b=b)
+        if n == 0 or per_query is not None:
+            return state._replace(a=a, b=b, seen=state.seen + n)
         if sample_ids or queries:
             keys = _draws.sample_keys(seed, ids if sample_ids else every[-1])
         else:
@@ -152,7 +156,31 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
                 chunks = [c for pair in zip(own, other) for c in pair]
             yield from torch.cat(chunks, dim=-1).unbind(0)
 
+    def weighted_queries(state):
+        """Replicates of a mean over queries: per-query values weighted by their queries' draws."""
+        qa, qb = per_query.finalize(state.a), per_query.finalize(state.b)
+        chunks = state.a.indexes
+        ids = torch.unique(cat_chunks(chunks, None)) if chunks else torch.zeros(0, dtype=torch.int64)
+        kept = (~qa.isnan()).to(torch.float64)  # a query skipped by empty_target_action="skip" weighs 0
+        qa, qb = qa.nan_to_num(0.0), qb.nan_to_num(0.0)
+        keys = _draws.sample_keys(seed, ids)
+        reps_a, reps_b = [], []
+        for first in range(0, num, 64):
+            own, other = weights(keys, first, min(64, num - first))
+            own = own.to(torch.float64)
+            if other is None:
+                total = own @ kept
+                reps_a.append(own @ qa / total)
+                reps_b.append(own @ qb / total)
+            else:
+                other, total = other.to(torch.float64), kept.sum()
+                reps_a.append((own @ qa + other @ qb) / total)
+                reps_b.append((own @ qb + other @ qa) / total)
+        return torch.cat(reps_a), torch.cat(reps_b)
+
     def finalize(state):
+        if per_query is not None:
+            return summary(metric.finalize(state.a), metric.finalize(state.b), *weighted_queries(state))
         reps_a, reps_b = [], []
         for r, counts in enumerate(replicate_counts(state)):
             rep_a, rep_b = _rows.select(tags, state.reps_a, r, counts), _rows.select(tags, state.reps_b, r, counts)
