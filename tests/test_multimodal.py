@@ -13,25 +13,11 @@ import pytest
 import torch
 
 import fmetrics
-from tests.cases.multimodal import captions, float_processor, images, lve_reference, tiny_clip
+from tests.cases.multimodal import TensorFeatures, captions, float_processor, images, lve_reference, tiny_clip
 
 transformers = pytest.importorskip("transformers")
 tmm = pytest.importorskip("torchmetrics.multimodal")
 tmf = pytest.importorskip("torchmetrics.functional.multimodal")
-
-
-class TensorFeatures(torch.nn.Module):
-    """The loaded CLIPModel with ``get_*_features`` returning tensors (what torchmetrics 1.9 reads)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model, self.config = model, model.config
-
-    def get_image_features(self, pixel_values):
-        return self.model.get_image_features(pixel_values).pooler_output
-
-    def get_text_features(self, input_ids, attention_mask):
-        return self.model.get_text_features(input_ids, attention_mask).pooler_output
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +146,21 @@ def test_clip_iqa_matches_torchmetrics(clip, prompts, rescaling):
         got_one, one = {"v": got_one}, {"v": one}
     for k in one:
         torch.testing.assert_close(got_one[k], one[k].double(), rtol=1e-6, atol=1e-6)
+
+
+def test_clip_iqa_prompt_embeddings_follow_in_place_weight_changes(clip):
+    import copy
+
+    model = copy.deepcopy(clip[0])
+    m = fmetrics.clip_image_quality_assessment(model=model, processor=float_processor(clip[1]))
+    x = torch.rand(3, 3, 32, 32, generator=torch.Generator().manual_seed(9))
+    before = m(x)
+    with torch.no_grad():
+        model.text_projection.weight.mul_(-1.5)  # an optimizer-like in-place step on the text side only
+    after = m(x)
+    fresh = fmetrics.clip_image_quality_assessment(model=copy.deepcopy(model), processor=float_processor(clip[1]))
+    assert not torch.allclose(before, after)
+    torch.testing.assert_close(after, fresh(x), rtol=0, atol=0)
 
 
 def test_long_captions_are_truncated_as_torchmetrics(clip):

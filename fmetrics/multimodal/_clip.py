@@ -19,6 +19,7 @@ torchmetrics does), so these are host-input metrics (DESIGN §2.5).
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from typing import Any
 
@@ -27,7 +28,8 @@ import torch
 from fmetrics import validation
 from fmetrics.networks import evaluating
 
-__all__ = ["check_network", "fingerprint", "pixel_rule", "split", "check_images", "image_features", "text_features"]
+__all__ = ["check_network", "fingerprint", "pixel_rule", "split", "check_images", "weights_version", "image_features",
+           "text_features"]
 
 
 def check_network(name: str, model: Any, processor: Any) -> None:
@@ -99,13 +101,23 @@ def check_images(name: str, arg: str, images: list, lo: float, hi: float, why: s
         if img.is_complex() or img.dtype == torch.bool or (integer and img.is_floating_point()):
             want = "integer (uint8) images" if integer else "real images"
             raise validation.fail(name, arg, f"{want} ({why})" if why else want, f"{img.dtype} in image {k}")
-        if img.is_floating_point():
-            bad = img[~torch.isfinite(img)]
-            if bad.numel():
-                raise validation.fail(name, arg, "finite images", f"{validation.quote(bad)} in image {k}")
-        if img.numel() and (float(img.min()) < lo or float(img.max()) > hi):
+        if not img.numel():
+            continue
+        mn, mx = (float(v) for v in torch.aminmax(img))  # NaN propagates to both
+        if img.is_floating_point() and not (math.isfinite(mn) and math.isfinite(mx)):
+            raise validation.fail(name, arg, "finite images", f"{validation.quote(img[~torch.isfinite(img)])} "
+                                  f"in image {k}")
+        if mn < lo or mx > hi:
             raise validation.fail(name, arg, f"pixel values in [{lo:g}, {hi:g}] ({why})",
-                                  f"values in [{float(img.min()):g}, {float(img.max()):g}] in image {k}")
+                                  f"values in [{mn:g}, {mx:g}] in image {k}")
+
+
+def weights_version(model: Any) -> tuple:
+    """Where the network's weights are and how often they were changed in place (an optimizer step bumps
+    every parameter's version): a cache of values computed from them is valid while this stays the same."""
+    if not isinstance(model, torch.nn.Module):
+        return (id(model),)
+    return (_device(model), tuple(p._version for p in model.parameters()), tuple(id(p) for p in model.parameters()))
 
 
 def _device(model: Any) -> torch.device:
@@ -134,7 +146,8 @@ def _embeddings(name: str, out: Any, kind: str) -> torch.Tensor:
 
 @contextlib.contextmanager
 def _running(model: Any):
-    with torch.no_grad(), (evaluating(model) if isinstance(model, torch.nn.Module) else contextlib.nullcontext()):
+    training = isinstance(model, torch.nn.Module) and any(m.training for m in model.modules())
+    with torch.no_grad(), (evaluating(model) if training else contextlib.nullcontext()):  # flags restored after
         yield
 
 

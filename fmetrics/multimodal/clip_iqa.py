@@ -1,6 +1,7 @@
 """`clip_image_quality_assessment`: CLIP-IQA (Wang et al. 2023) with a user-supplied CLIP network, as torchmetrics.
 
-Each prompt pair (positive, negative) is embedded once per update; an image's
+Each prompt pair (positive, negative) is embedded once (again when the
+network's weights change in place or move); an image's
 score for the pair is ``softmax(100 * [cos(img, pos), cos(img, neg)])[0]``,
 the probability that the image matches the positive prompt. The state keeps
 the per-image probabilities (float64 chunks, one column per pair).
@@ -122,6 +123,14 @@ def clip_image_quality_assessment(*, model: Any, processor: Any, data_range: flo
     texts, names = _prompts(name, prompts)
     data_range = float(data_range)
 
+    anchors_for: dict = {}  # the prompts' embeddings, kept while the network's weights stay the same
+
+    def anchors() -> torch.Tensor:
+        version = _clip.weights_version(model)
+        if anchors_for.get("version") != version:
+            anchors_for.update(version=version, value=_clip.text_features(name, model, processor, list(texts)))
+        return anchors_for["value"]
+
     def init() -> ClipIqaState:
         return ClipIqaState(())
 
@@ -133,8 +142,7 @@ def clip_image_quality_assessment(*, model: Any, processor: Any, data_range: flo
             return ClipIqaState(())
         _clip.check_images(name, "images", items, 0.0, data_range, "data_range")
         img = _clip.image_features(name, model, processor, [i / data_range for i in items])
-        anchors = _clip.text_features(name, model, processor, list(texts)).to(img.device)
-        logits = (100 * img @ anchors.T).reshape(len(items), len(names), 2)
+        logits = (100 * img @ anchors().to(img.device).T).reshape(len(items), len(names), 2)
         return ClipIqaState((logits.softmax(-1)[..., 0].to(items[0].device),))
 
     def finalize(s: ClipIqaState) -> Union[torch.Tensor, dict]:

@@ -62,6 +62,21 @@ def float_processor(processor):
     return transformers.CLIPProcessor(image_processor=images, tokenizer=processor.tokenizer)
 
 
+class TensorFeatures(torch.nn.Module):
+    """A loaded CLIPModel whose ``get_*_features`` return tensors: what torchmetrics 1.9 reads (``transformers``
+    5 returns an output object whose ``pooler_output`` holds them). For the torchmetrics side of a comparison."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.config = model, model.config
+
+    def get_image_features(self, pixel_values):
+        return self.model.get_image_features(pixel_values).pooler_output
+
+    def get_text_features(self, input_ids, attention_mask):
+        return self.model.get_text_features(input_ids, attention_mask).pooler_output
+
+
 @functools.lru_cache(maxsize=None)
 def shared_clip():
     """``(model, processor, float_processor)``: one tiny CLIP network for the law suite (built once per
