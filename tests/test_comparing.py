@@ -439,3 +439,16 @@ def test_retrieval_resamples_whole_queries(test):
     np.testing.assert_allclose(float(out["p_value"]), p, rtol=1e-9)
     with pytest.raises(ValueError, match="paired_bootstrap.*sample_ids.*retrieval"):
         W.paired_bootstrap(fm.retrieval_normalized_dcg(), sample_ids=True)
+
+
+@pytest.mark.parametrize("block", [0, 1], ids=["custom-loop", "lightning"])
+def test_docs_examples_run(block):
+    """docs/comparing.md's examples run as written."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "comparing.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, flags=re.S)[block]
+    if block == 1:
+        pytest.importorskip("lightning")
+    exec(compile(code, f"docs/comparing.md[{block}]", "exec"), {"__name__": "docs_example"})

@@ -159,9 +159,9 @@ def delong_test() -> Metric:
         >>> target = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1])
         >>> a = torch.tensor([0.1, 0.4, 0.35, 0.8, 0.3, 0.5, 0.6, 0.7])
         >>> b = torch.tensor([0.1, 0.2, 0.6, 0.9, 0.3, 0.5, 0.4, 0.7])
-        >>> out = delong_test()(a, b, target)
+        >>> out = fmetrics.delong_test()(a, b, target)
         >>> round(float(out["auroc_a"]), 4), round(float(out["auroc_b"]), 4), round(float(out["p_value"]), 4)
-        (0.75, 1.0, 0.1336)
+        (0.8125, 1.0, 0.2679)
     """
     name = "delong_test"
 
@@ -193,9 +193,9 @@ def binary_auroc_ci(*, alpha: float = 0.05) -> Metric:
     Example::
 
         >>> target = torch.tensor([0, 0, 1, 1, 0, 1, 0, 1])
-        >>> out = binary_auroc_ci()(torch.tensor([0.1, 0.4, 0.35, 0.8, 0.3, 0.5, 0.6, 0.7]), target)
+        >>> out = fmetrics.binary_auroc_ci()(torch.tensor([0.1, 0.4, 0.35, 0.8, 0.3, 0.5, 0.6, 0.7]), target)
         >>> [round(float(out[k]), 4) for k in ("value", "std", "ci_low", "ci_high")]
-        [0.75, 0.1768, 0.4035, 1.0]
+        [0.8125, 0.1693, 0.4808, 1.0]
     """
     name = "binary_auroc_ci"
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
