@@ -2,7 +2,7 @@
 
 The network is built offline (tests/_tiny_mlm.py) and saved with ``save_pretrained``; torchmetrics loads it
 with ``model_name_or_path=<folder>``. The parity network is float64: torchmetrics then computes in float64
-too, so agreement is checked to 1e-6 (observed ~1e-9; its IDF weights are float32). A float32 network is
+too, so agreement is checked to 1e-6 (largest deviation seen 2.4e-7; its IDF weights are float32). A float32 network is
 checked at float32 precision.
 
 Two torchmetrics 1.9 defects shape the corpora fed to it (docs/text.md, "InfoLM"): it restores the
@@ -60,8 +60,9 @@ def _increasing(seed: int, n: int, tokenizer) -> tuple[list, list]:
     """``n`` pairs whose token counts increase strictly on both sides (torchmetrics pairs them correctly)."""
     rng = random.Random(seed)
     words = list(WORDS) + ODD
-    preds = [" ".join(rng.choice(words) for _ in range(i + 1)) for i in range(n)]
-    target = [" ".join(rng.choice(words) for _ in range(2 * i + 1 + rng.randint(0, 1))) for i in range(n)]
+    preds = [" ".join([rng.choice(WORDS)] + [rng.choice(words) for _ in range(i)]) for i in range(n)]
+    target = [" ".join([rng.choice(WORDS)] + [rng.choice(words) for _ in range(2 * i + rng.randint(0, 1))])
+              for i in range(n)]
     for side in (preds, target):
         lens = [len(x) for x in tokenizer(side)["input_ids"]]
         assert all(a < b for a, b in zip(lens, lens[1:])), lens  # the oracle's precondition
@@ -71,8 +72,8 @@ def _increasing(seed: int, n: int, tokenizer) -> tuple[list, list]:
 def _anyorder(seed: int, n: int) -> tuple[list, list]:
     rng = random.Random(seed)
     words = list(WORDS) + ODD
-    return ([" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) for _ in range(n)],
-            [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) for _ in range(n)])
+    return tuple([" ".join([rng.choice(WORDS)] + [rng.choice(words) for _ in range(rng.randint(0, 8))])
+                  for _ in range(n)] for _ in range(2))
 
 
 def _close(ours, ref, tol=1e-6):
@@ -84,7 +85,7 @@ def _close(ours, ref, tol=1e-6):
 @pytest.mark.parametrize("measure,alpha,beta", MEASURES, ids=[m[0] for m in MEASURES])
 def test_every_measure_matches_torchmetrics(net64, measure, alpha, beta, idf):
     model, tok, folder = net64
-    preds, target = _increasing(hash((measure, idf)) % 1000, 7, tok)
+    preds, target = _increasing(10 * [m[0] for m in MEASURES].index(measure) + idf, 7, tok)
     kw = dict(information_measure=measure, alpha=alpha, beta=beta, idf=idf, max_length=40)
     ref_mean, ref_sent = _peer(preds, target, folder, **kw)
     m = fmetrics.infolm(model=model, tokenizer=tok, batch_size=5, return_sentence_level_score=True, **kw)
