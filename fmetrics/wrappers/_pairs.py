@@ -90,15 +90,23 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         states = [metric.update(init, *(x[i:i + 1] if _has_rows(x) else x for x in inputs)) for i in range(n)]
         return tree_map(lambda *xs: torch.stack(xs), *states)
 
-    def add(stacked, inputs, w, n):
-        one = one_row_states(inputs, n)
+    def rows_of(inputs, n):
+        """The batch's one-row states (merge-only metrics) or row increments (`_rows.per_row`)."""
         if tags is None:
-            return _rows.merge_weighted(metric, stacked, one, w, bits)
-        rows = _rows.walk(lambda tag, x, x0: x - x0 if tag == "sum" else x, tags, one, metric.init()) \
-            if metric.host_input else _rows.per_row(metric, tags, inputs, {})
-        new = _rows.add_rows_stacked(tags, stacked, rows, w)
+            return one_row_states(inputs, n)
+        if metric.host_input:
+            return _rows.walk(lambda tag, x, x0: x - x0 if tag == "sum" else x, tags, one_row_states(inputs, n),
+                              metric.init())
+        return _rows.per_row(metric, tags, inputs, {})
+
+    def add(reps, rows, w):
+        """Both systems' replicates ``reps`` with ``rows`` added ``w`` times: one matmul for both."""
+        if tags is None:
+            return tuple(_rows.merge_weighted(metric, s, r, w, bits) for s, r in zip(reps, rows))
+        pair = (tags, tags)
+        new = _rows.add_rows_stacked(pair, reps, rows, w)
         return _rows.walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None else ())) if tag == "cat" else n,
-                          tags, stacked, new, rows)
+                          pair, reps, new, rows)
 
     def split(inputs):
         if sample_ids:
@@ -133,9 +141,10 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             keys = _draws.sample_keys(seed, offsets, _stream_id()) ^ _draws.content_hash(every, n) \
                 if not metric.host_input else _draws.sample_keys(seed, offsets, _stream_id())
         own, other = weights(keys)
-        reps_a, reps_b = add(state.reps_a, in_a, own, n), add(state.reps_b, in_b, own, n)
+        rows_a, rows_b = rows_of(in_a, n), rows_of(in_b, n)
+        reps_a, reps_b = add((state.reps_a, state.reps_b), (rows_a, rows_b), own)
         if other is not None:
-            reps_a, reps_b = add(reps_a, in_b, other, n), add(reps_b, in_a, other, n)
+            reps_a, reps_b = add((reps_a, reps_b), (rows_b, rows_a), other)
         stored = state.rows + ((keys,) if keeps_rows else ())
         return PairedState(a, b, reps_a, reps_b, stored, state.seen + n)
 
