@@ -66,15 +66,14 @@ def pixel_rule(processor: Any) -> tuple:
 
 
 def split(name: str, arg: str, x: Any) -> tuple:
-    """``(modality, items)``: ``"image"`` and a list of ``(C, H, W)`` tensors, or ``"text"`` and a list of
-    non-empty strings; ``(None, [])`` for an empty list."""
+    """``(modality, items)``: ``"image"`` and a ``(N, C, H, W)`` tensor or a list of ``(C, H, W)`` tensors, or
+    ``"text"`` and a list of non-empty strings; ``(None, [])`` for an empty list."""
     if isinstance(x, str):
         x = [x]
     if isinstance(x, torch.Tensor):
         if x.dim() not in (3, 4):
             raise validation.fail(name, arg, "images (N, C, H, W) or one image (C, H, W)", f"shape {tuple(x.shape)}")
-        x = [x] if x.dim() == 3 else list(x)
-        return "image", x
+        return "image", x[None] if x.dim() == 3 else x  # a batch tensor: checked and divided at once
     if not isinstance(x, (list, tuple)):
         raise validation.fail(name, arg, "images (a tensor or a list of (C, H, W) tensors) or texts (a string or a "
                               "list of strings)", type(x).__name__)
@@ -96,7 +95,12 @@ def split(name: str, arg: str, x: Any) -> tuple:
 
 def check_images(name: str, arg: str, images: list, lo: float, hi: float, why: str, integer: bool = False) -> None:
     """Images must be finite, within ``[lo, hi]`` and, with ``integer``, of an integer dtype (host-input
-    metric: reading them here is allowed)."""
+    metric: reading them here is allowed). A batch tensor is read once; an image is named only on failure."""
+    if isinstance(images, torch.Tensor) and images.numel():
+        mn, mx = (float(v) for v in torch.aminmax(images))
+        if (math.isfinite(mn) and math.isfinite(mx) and lo <= mn and mx <= hi
+                and not (images.is_complex() or images.dtype == torch.bool or (integer and images.is_floating_point()))):
+            return
     for k, img in enumerate(images):
         if img.is_complex() or img.dtype == torch.bool or (integer and img.is_floating_point()):
             want = "integer (uint8) images" if integer else "real images"
@@ -113,11 +117,11 @@ def check_images(name: str, arg: str, images: list, lo: float, hi: float, why: s
 
 
 def weights_version(model: Any) -> tuple:
-    """Where the network's weights are and how often they were changed in place (an optimizer step bumps
-    every parameter's version): a cache of values computed from them is valid while this stays the same."""
+    """Which tensors the network's weights are, where, and how often they were changed in place (an optimizer
+    step bumps every parameter's version): a value computed from them is valid while this stays the same."""
     if not isinstance(model, torch.nn.Module):
         return (id(model),)
-    return (_device(model), tuple(p._version for p in model.parameters()), tuple(id(p) for p in model.parameters()))
+    return tuple((id(p), p.device, p._version) for p in model.parameters())
 
 
 def _device(model: Any) -> torch.device:

@@ -138,10 +138,11 @@ def clip_image_quality_assessment(*, model: Any, processor: Any, data_range: flo
         kind, items = _clip.split(name, "images", images)
         if kind == "text":
             raise validation.fail(name, "images", "images (a tensor or a list of (C, H, W) tensors)", "texts")
-        if not items:
+        if not len(items):
             return ClipIqaState(())
         _clip.check_images(name, "images", items, 0.0, data_range, "data_range")
-        img = _clip.image_features(name, model, processor, [i / data_range for i in items])
+        img = _clip.image_features(name, model, processor, items / data_range if isinstance(items, torch.Tensor)
+                                   else [i / data_range for i in items])
         logits = (100 * img @ anchors().to(img.device).T).reshape(len(items), len(names), 2)
         return ClipIqaState((logits.softmax(-1)[..., 0].to(items[0].device),))
 

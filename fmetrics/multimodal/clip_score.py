@@ -92,7 +92,7 @@ def clip_score(*, model: Any, processor: Any, clamp: Literal["mean", "pair"] = "
         (ks, xs), (kt, xt) = _clip.split(name, "source", source), _clip.split(name, "target", target)
         if len(xs) != len(xt):
             raise validation.fail(name, "target", f"as many examples as source ({len(xs)})", len(xt))
-        if not xs:
+        if not len(xs):
             return ClipScoreState(s.score.clone(), s.pairs.clone())
         a, b = embed("source", ks, xs), embed("target", kt, xt)
         score = 100 * (a * b.to(a.device)).sum(-1)
