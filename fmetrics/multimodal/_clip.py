@@ -96,10 +96,10 @@ def split(name: str, arg: str, x: Any) -> tuple:
 def check_images(name: str, arg: str, images: list, lo: float, hi: float, why: str, integer: bool = False) -> None:
     """Images must be finite, within ``[lo, hi]`` and, with ``integer``, of an integer dtype (host-input
     metric: reading them here is allowed). A batch tensor is read once; an image is named only on failure."""
-    if isinstance(images, torch.Tensor) and images.numel():
+    plain = not (images.is_complex() or images.dtype == torch.bool) if isinstance(images, torch.Tensor) else False
+    if plain and images.numel() and not (integer and images.is_floating_point()):
         mn, mx = (float(v) for v in torch.aminmax(images))
-        if (math.isfinite(mn) and math.isfinite(mx) and lo <= mn and mx <= hi
-                and not (images.is_complex() or images.dtype == torch.bool or (integer and images.is_floating_point()))):
+        if math.isfinite(mn) and math.isfinite(mx) and lo <= mn and mx <= hi:
             return
     for k, img in enumerate(images):
         if img.is_complex() or img.dtype == torch.bool or (integer and img.is_floating_point()):

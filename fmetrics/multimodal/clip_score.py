@@ -69,7 +69,8 @@ def clip_score(*, model: Any, processor: Any, clamp: Literal["mean", "pair"] = "
         >>> def processor(text=None, images=None, **kwargs):
         ...     if images is not None:
         ...         return {"pixel_values": torch.stack(images)}
-        ...     return {"input_ids": torch.tensor([[len(t), 1] for t in text]), "attention_mask": torch.ones(len(text), 2)}
+        ...     ids = torch.tensor([[len(t), 1] for t in text])
+        ...     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
         >>> m = fmetrics.clip_score(model=Net(), processor=processor)
         >>> round(float(m(torch.tensor([[[[1.0, 0.0]]]]), ["a"])), 4)  # cos((1, 0), (1, 1)) = 0.7071
         70.7107
