@@ -66,6 +66,7 @@ def _group_metric(name: str, num_groups, threshold, ignore_index, validate_args,
             target, groups = args
         else:
             (groups,) = args
+            preds = _format._as_tensor(name, "preds", preds)
             target = torch.zeros(preds.shape, dtype=torch.int64, device=preds.device)
         return target, groups
 
