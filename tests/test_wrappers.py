@@ -218,11 +218,11 @@ def test_grouped_matches_per_group_torchmetrics():
 
 def test_grouped_out_of_range_is_counted_and_raised_at_finalize():
     m = W.grouped(fm.mean(), num_groups=2)
-    with pytest.raises(ValueError, match=r"grouped: argument `group` expected indices in \[0, 2\), got -1 and 2"):
+    with pytest.raises(ValueError, match=r"grouped\(mean\): argument `group` expected indices in \[0, 2\), got -1 and 2"):
         m.update(m.init(), torch.tensor([0, 2, -1, 1]), torch.ones(4))  # CPU, eager: at once
     with fm.validation.mode("deferred"):  # as on a GPU: counted, raised by finalize
         s = m.update(m.init(), torch.tensor([0, 2, -1, 1]), torch.ones(4))
-    with pytest.raises(ValueError, match=r"grouped: 2 input entries broke the rule: argument `group` in \[0, 2\)"):
+    with pytest.raises(ValueError, match=r"grouped\(mean\): 2 input entries broke the rule: argument `group` in \[0, 2\)"):
         m.finalize(s)
 
 
@@ -376,11 +376,11 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match=r"multitask: argument `inputs\[1\]` expected exactly the task keys"):
         W.multitask({"a": fm.mean_squared_error(), "b": fm.mean_squared_error()})(
             {"a": torch.ones(2), "b": torch.ones(2)}, {"a": torch.ones(2)})
-    with pytest.raises(ValueError, match=r"grouped: argument `group` expected an integer tensor of shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"grouped\(mean\): argument `group` expected an integer tensor of shape \(3,\)"):
         W.grouped(fm.mean(), num_groups=2)(torch.tensor([0.0, 1.0, 1.0]), torch.ones(3))
-    with pytest.raises(ValueError, match=r"bootstrap: argument `ids` expected an integer tensor of shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"bootstrap\(mean\): argument `ids` expected an integer tensor of shape \(3,\)"):
         W.bootstrap(fm.mean(), sample_ids=True)(torch.arange(2), torch.ones(3))
-    with pytest.raises(ValueError, match=r"multioutput: argument `inputs\[0\]` expected 3 outputs along dim -1"):
+    with pytest.raises(ValueError, match=r"multioutput\(mean\): argument `inputs\[0\]` expected 3 outputs along dim -1"):
         W.multioutput(fm.mean(), num_outputs=3)(torch.ones(4, 2))
     with pytest.raises(ValueError, match=r"classwise: argument `labels` expected a value with 3 classes"):
         W.classwise(W.multioutput(fm.mean(), num_outputs=2), labels=["a", "b", "c"])(torch.ones(4, 2))

@@ -41,14 +41,13 @@ DECOMPOSABLE = ("sum", "min", "max", "cat", "invalid")
 
 
 def eager_check(metric: Metric) -> Callable[..., None]:
-    """The wrapped metric's eager value check (CPU, eager), run by a wrapper on the rows before it weights them.
+    """The wrapped metric's eager value checks (CPU, eager), run by a wrapper on the rows before it weights them.
 
-    ``metric.check`` where the metric has one; otherwise an update of a fresh state whose result is dropped,
-    so a rule a metric checks inside its own update (regression's ``nan_strategy="error"``) raises with the
-    wrapper's state untouched, quoting the values as given (not their resampled copies).
+    One eager update of a fresh state, its result dropped: it runs ``metric.check`` and the rules a metric
+    checks inside its own update (classification's NaN scores, regression's ``nan_strategy="error"``), which
+    the vmapped per-row updates only count. It raises with the wrapper's state untouched, quoting the values
+    as given (not their resampled copies).
     """
-    if metric.check is not None:
-        return metric.check
     return lambda *inputs, **kwargs: metric.update(metric.init(), *inputs, **kwargs) and None
 
 

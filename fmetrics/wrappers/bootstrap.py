@@ -1,6 +1,7 @@
 """`bootstrap`: confidence intervals from replicate states updated together under `torch.func.vmap`."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Literal, NamedTuple, Sequence, Union
 
 import torch
@@ -103,19 +104,20 @@ def bootstrap(
     keeps_rows = _rows.has_cat(tags, metric.init())
     poisson = sampling == "poisson"
 
+    who = f"{name}({metric.name})"  # input errors name the wrapped metric too
     def init():
         return BootstrapState(_rows.stack_init(metric, tags, num_samples), (), torch.zeros((), dtype=torch.int64))
 
     def update(state, *inputs, **kwargs):
         if sample_ids:
             if not inputs:
-                raise validation.fail(name, "ids", "a first input of integer sample ids")
+                raise validation.fail(who, "ids", "a first input of integer sample ids")
             ids, inputs = inputs[0], inputs[1:]
-        n = _rows.num_rows(name, inputs, kwargs)
+        n = _rows.num_rows(who, inputs, kwargs)
         if sample_ids:
             if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() \
                     or tuple(ids.shape) != (n,):
-                raise validation.fail(name, "ids", f"an integer tensor of shape ({n},), one id per row of the "
+                raise validation.fail(who, "ids", f"an integer tensor of shape ({n},), one id per row of the "
                                       "other inputs", f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
@@ -160,6 +162,9 @@ def bootstrap(
         if isinstance(values, dict):
             return {k: _summary(v) for k, v in values.items()}
         v = values.to(accum_dtype(values.device)) if not values.is_floating_point() else values
+        if bool(torch.isinf(v).any()):  # (a NaN value was announced by the metric's own finalize)
+            warnings.warn(f"{who}: replicate values are infinite (e.g. max on no data: -inf); their std and "
+                          "quantiles are undefined and NaN", UserWarning, stacklevel=3)
         out = {"mean": v.mean(0), "std": v.std(0)}
         if qs:
             q = torch.quantile(v, torch.tensor(qs, dtype=v.dtype, device=v.device), dim=0)
@@ -172,7 +177,7 @@ def bootstrap(
 
     def check(*inputs, **kwargs):  # the wrapped metric's eager check, on the rows before resampling
         inputs = inputs[1:] if sample_ids else inputs
-        _rows.num_rows(name, inputs, kwargs)  # a length mismatch is named by the wrapper, not the metric
+        _rows.num_rows(who, inputs, kwargs)  # a length mismatch is named by the wrapper, not the metric
         inner_check(*inputs, **kwargs)
 
     merge_replicates = _rows.stacked_merge(metric, tags)

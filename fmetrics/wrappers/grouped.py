@@ -62,14 +62,15 @@ def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] 
     tags = _rows.decomposable_tags(name, metric)
     keeps_rows = _rows.has_cat(tags, metric.init())
 
+    who = f"{name}({metric.name})"  # input errors name the wrapped metric too
     def init():
         return GroupedState(_rows.stack_init(metric, tags, num_groups), (), torch.zeros((), dtype=torch.int64))
 
     def update(state, group, *inputs, **kwargs):
-        n = _rows.num_rows(name, inputs, kwargs)
+        n = _rows.num_rows(who, inputs, kwargs)
         if not isinstance(group, torch.Tensor) or group.is_floating_point() or group.is_complex() \
                 or group.dtype == torch.bool or tuple(group.shape) != (n,):
-            raise validation.fail(name, "group", f"an integer tensor of shape ({n},), one group per row of the "
+            raise validation.fail(who, "group", f"an integer tensor of shape ({n},), one group per row of the "
                                   "other inputs",
                                   f"{type(group).__name__} {getattr(group, 'dtype', '')} "
                                   f"{tuple(getattr(group, 'shape', ()))}")
@@ -84,7 +85,7 @@ def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] 
                             state.out_of_range + bad)
 
     def finalize(state):
-        validation.report(name, {f"argument `group` in [0, {num_groups})": state.out_of_range})
+        validation.report(who, {f"argument `group` in [0, {num_groups})": state.out_of_range})
         group = cat_chunks(state.rows, torch.empty(0, dtype=torch.int64))
         values = [metric.finalize(_rows.select(tags, state.groups, g, (group == g).to(torch.int64)))
                   for g in range(num_groups)]
@@ -93,11 +94,11 @@ def grouped(metric: Metric, *, num_groups: int, labels: Optional[Sequence[str]] 
     inner_check = _rows.eager_check(metric)
 
     def check(group, *inputs, **kwargs):  # eager (CPU): bad group indices and the wrapped metric's rules
-        _rows.num_rows(name, inputs, kwargs)
+        _rows.num_rows(who, inputs, kwargs)
         if isinstance(group, torch.Tensor) and not group.is_floating_point():
             bad = (group < 0) | (group >= num_groups)
             if bool(bad.any()):
-                raise validation.fail(name, "group", f"indices in [0, {num_groups})", validation.quote(group[bad]))
+                raise validation.fail(who, "group", f"indices in [0, {num_groups})", validation.quote(group[bad]))
         inner_check(*inputs, **kwargs)
 
     merge_groups = _rows.stacked_merge(metric, tags)

@@ -69,6 +69,7 @@ def multioutput(
     tags = _rows.decomposable_tags(name, metric) if remove_nans else None
     keeps_rows = remove_nans and _rows.has_cat(tags, metric.init())
 
+    who = f"{name}({metric.name})"  # input errors name the wrapped metric too
     def init():
         return MultioutputState(stack([metric.init()] * num_outputs), ())
 
@@ -77,7 +78,7 @@ def multioutput(
             return x, None
         d = output_dim % x.dim() if -x.dim() <= output_dim < x.dim() else None
         if d is None or x.shape[d] != num_outputs:
-            raise validation.fail(name, f"inputs[{i}]", f"{num_outputs} outputs along dim {output_dim}",
+            raise validation.fail(who, f"inputs[{i}]", f"{num_outputs} outputs along dim {output_dim}",
                                   f"shape {tuple(x.shape)}")
         x = x.movedim(d, 0)
         return (x if squeeze_outputs else x.unsqueeze(d + 1)), 0
@@ -88,8 +89,8 @@ def multioutput(
             outputs = torch.func.vmap(lambda s, *x: metric.update(s, *x, **kwargs), in_dims=(0, *dims))(
                 state.outputs, *split_inputs)
             return MultioutputState(outputs, state.keep)
-        _rows.num_rows(name, inputs, kwargs)  # raises naming an input whose rows differ
-        n = _rows.num_rows(name, tuple(x[0] for x, d in zip(split_inputs, dims) if d is not None))
+        _rows.num_rows(who, inputs, kwargs)  # raises naming an input whose rows differ
+        n = _rows.num_rows(who, tuple(x[0] for x, d in zip(split_inputs, dims) if d is not None))
         if n == 0:  # static shape: nothing to add (vmap cannot run the metric on zero rows)
             return state
         nan = torch.zeros((num_outputs, n), dtype=torch.bool, device=device_of(inputs))
@@ -115,7 +116,7 @@ def multioutput(
     inner_check = _rows.eager_check(metric)
 
     def check(*inputs, **kwargs):  # eager (CPU): the wrapped metric's check on each output's rows
-        _rows.num_rows(name, inputs, kwargs)
+        _rows.num_rows(who, inputs, kwargs)
         split_inputs, dims = zip(*(split(x, i) for i, x in enumerate(inputs))) if inputs else ((), ())
         for i in range(num_outputs):
             xs = [x[i] if d is not None else x for x, d in zip(split_inputs, dims)]

@@ -7,6 +7,8 @@ tests/test_wrappers_draws.py), materialize each resample with ``np.repeat``
 and evaluate it with numpy: this checks the draws, the vmapped row weighting,
 the stacked state and the summary against an independent computation.
 """
+import warnings
+
 import numpy as np
 import torch
 from scipy import stats
@@ -29,7 +31,11 @@ def median():
 
     def finalize(s):
         x = base.finalize(s).reshape(-1).double()
-        return torch.quantile(x, 0.5) if x.numel() else torch.tensor(float("nan"), dtype=torch.float64)
+        if not x.numel():  # the library's empty-input rule (docs/conventions.md)
+            warnings.warn("median: no samples were seen (empty input); the value is undefined and set to NaN",
+                          UserWarning, stacklevel=2)
+            return torch.tensor(float("nan"), dtype=torch.float64)
+        return torch.quantile(x, 0.5)
 
     return base.replace(finalize=finalize, name="median", state_key=("test-median",))
 
