@@ -111,7 +111,7 @@ _ALIASES = {"median": "cat"}
 
 def _names(metric) -> set:
     """The names an error of ``metric`` may carry: its own, and those of the metrics it is made of."""
-    names = {m.name for m in _inner(metric)}
+    names = {m.name for m in _inner(metric)} | {m.recipe.qualname for m in _inner(metric) if m.recipe}
     return names | {_ALIASES[n] for n in names if n in _ALIASES}
 
 
