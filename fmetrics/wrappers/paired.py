@@ -22,8 +22,9 @@ def _check(name: str, num: int, arg: str, seed: int, sample_ids: bool) -> None:
 
 
 def _p_value(stats: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
-    """``(#{stats > observed} + 1) / (R + 1)`` (sacrebleu / multeval; NaN replicates never count)."""
-    return ((stats > observed).sum(0) + 1).to(torch.float64) / (stats.shape[0] + 1)
+    """``(#{stats >= observed} + 1) / (R + 1)``, ties within 1e-9 relative counted as extreme (NaN never)."""
+    extreme = stats >= observed - 1e-9 * observed.abs().clamp(min=1.0)
+    return (extreme.sum(0) + 1).to(torch.float64) / (stats.shape[0] + 1)
 
 
 def _crossing(d: torch.Tensor) -> torch.Tensor:
@@ -108,8 +109,10 @@ def permutation_test(metric: Metric, *, num_permutations: int = 1000, seed: int 
 
     Under the null hypothesis (A and B exchangeable per sample) every swap is as
     likely as the observed assignment. Permutation ``r`` gives pseudo-systems
-    ``A_r, B_r`` and the two-sided p-value is sacrebleu's ``paired_ar``:
-    ``(#{|m(B_r) - m(A_r)| > |delta|} + 1) / (R + 1)``.
+    ``A_r, B_r`` and the two-sided p-value is
+    ``(#{|m(B_r) - m(A_r)| >= |delta|} + 1) / (R + 1)``: sacrebleu's ``paired_ar``, except
+    that a tie counts as extreme (``>=``, the exact-test rule; sacrebleu's ``>`` rejects a
+    true null too often for metrics with few distinct values, such as accuracy).
 
     Args:
       metric: the `fmetrics.Metric` compared (positional), row-weightable as for

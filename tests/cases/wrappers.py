@@ -317,7 +317,7 @@ def _paired_ref(stat, num, seed, swap=False, alpha=0.05):
         if swap:
             s = swap_bits_np(keys, num).astype(bool)
             d = np.array([stat(np.where(w, a, b), t) - stat(np.where(w, b, a), t) for w in s])
-            return {"a": va, "b": vb, "delta": vb - va, "p_value": (np.sum(np.abs(d) > abs(vb - va)) + 1) / (num + 1)}
+            return {"a": va, "b": vb, "delta": vb - va, "p_value": (np.sum(np.abs(d) >= abs(vb - va) - 1e-9 * max(1, abs(vb - va))) + 1) / (num + 1)}
         c = _draws_np.poisson_counts(keys, num)
         d = np.array([stat(np.repeat(b, w), np.repeat(t, w)) - stat(np.repeat(a, w), np.repeat(t, w)) for w in c])
         return {"a": va, "b": vb, "delta": vb - va, "ci_low": np.quantile(d, alpha / 2),
