@@ -37,6 +37,7 @@ DOMAINS = (
     "pairwise",
     "shape",
     "multimodal",
+    "video",
 )
 _SUBMODULES = DOMAINS + ("wrappers", "plot")
 
