@@ -13,7 +13,11 @@ from fmetrics.wrappers.multitask import multitask
 from fmetrics.wrappers.running import RunningState, running
 from fmetrics.wrappers.paired import PairedState, paired_bootstrap, permutation_test
 from fmetrics.wrappers.intervals import IntervalState, confidence_interval
+from fmetrics.wrappers.feature_share import feature_share
+from fmetrics.wrappers.input_transformers import (binary_target_transformer, lambda_input_transformer,
+                                                  metric_input_transformer)
 
 __all__ = ["bootstrap", "grouped", "running", "min_max", "classwise", "multitask", "multioutput",
            "paired_bootstrap", "permutation_test",
-           "confidence_interval"]
+           "confidence_interval", "feature_share", "lambda_input_transformer", "binary_target_transformer",
+           "metric_input_transformer"]

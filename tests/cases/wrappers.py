@@ -426,3 +426,60 @@ CASES += [
          {"metric": fm.retrieval_normalized_dcg(top_k=3), "num_samples": 8, "seed": 6}, _queries,
          reference=_query_boot_ref(8, 6)),
 ]
+
+
+# ------------------------------------------------------------------ input transformers and feature_share
+
+def flip(p):
+    """A named transform (importable, so the wrapper pickles by its recipe): ``1 - p``."""
+    return 1 - p
+
+
+def halve(x):
+    return x / 2
+
+
+def _scores(seed, sizes=SIZES):
+    g = _gen(seed)
+    return [(torch.rand(n, generator=g), torch.rand(n, generator=g) * 3) for n in sizes]
+
+
+def _mifid_ref(x, flags):
+    from tests.cases.image import _split_feats
+    fr, ff = _split_feats(x, flags)
+    cos = (fr / np.linalg.norm(fr, axis=1, keepdims=True)) @ (ff / np.linalg.norm(ff, axis=1, keepdims=True)).T
+    d = (1 - np.abs(cos)).min(1).mean()
+    return _fid_ref(x, flags) / ((d if d < 0.1 else 1.0) + 1e-15)
+
+
+def _fid_ref(x, flags):
+    from tests.cases.image import _fid_ref as ref
+    return ref(x, flags)
+
+
+def _shared_members():
+    from tests.cases.image import FEATURE_NET
+    return {"fid": fm.frechet_inception_distance(feature=FEATURE_NET),
+            "mifid": fm.memorization_informed_frechet_inception_distance(feature=FEATURE_NET)}
+
+
+def _feature_batches(seed):
+    from tests.cases.image import _gen_batches
+    return _gen_batches(seed)
+
+
+CASES += [
+    Case("lambda_input_transformer-binary_accuracy", W.lambda_input_transformer,
+         {"metric": fm.binary_accuracy(), "transform_pred": flip},
+         lambda s: [(p, (t > 1.5).long()) for p, t in _scores(s)],
+         reference=lambda p, t: skm.accuracy_score(_np(t), _np(1 - p) > 0.5), integer_state=True),
+    Case("binary_target_transformer-binary_auroc", W.binary_target_transformer,
+         {"metric": fm.binary_auroc(), "threshold": 1.5}, _scores,
+         reference=lambda p, t: skm.roc_auc_score(_np(t) > 1.5, _np(p))),
+    Case("metric_input_transformer-mean_squared_error", W.metric_input_transformer,
+         {"metric": fm.mean_squared_error(), "transform_pred": halve, "transform_target": torch.round},
+         _scores, reference=lambda p, t: np.mean((_np(p) / 2 - np.round(_np(t))) ** 2)),
+    Case("feature_share-fid-mifid", W.feature_share, {"metrics": _shared_members()}, _feature_batches,
+         reference=lambda x, f: {"fid": _fid_ref(x, f), "mifid": _mifid_ref(x, f)},
+         check={"reference_rtol": 1e-6, "rtol": 1e-6, "atol": 1e-6}),
+]

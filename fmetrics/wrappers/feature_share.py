@@ -1,0 +1,127 @@
+"""`feature_share`: a collection of feature-network metrics that runs each distinct network once per batch.
+
+The static form of torchmetrics' ``FeatureShare``. Every ``nn.Module``
+parameter of the members (found through their recipes, nested wrappers and
+`Metric.from_output` included) is replaced by one `SharedNetwork` per module
+object: members given the same module (hence the same parameters) share it.
+During one update of the collection a shared network remembers its outputs by
+the identity of its inputs, so members that hand it the same tensor (FID, KID,
+MiFID and IS reading one image batch, ``normalize`` alike) get one forward
+pass. Outside that update nothing is remembered: the state, ``merge`` and
+value are those of `fmetrics.collection` over the members.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import torch
+
+from fmetrics import validation
+from fmetrics.collection import collection
+from fmetrics.metric import Metric
+from fmetrics.recipe import factory, map_parameters
+
+__all__ = ["feature_share", "SharedNetwork"]
+
+
+class _Memo:
+    """Outputs of the shared networks during one update: ``(network id, inputs, output)``, newest last."""
+
+    def __init__(self, size: int):
+        self.size, self.active, self.entries = size, False, []
+
+    def call(self, ident: int, net: torch.nn.Module, args: tuple):
+        if not self.active:
+            return net(*args)
+        for key, inputs, out in self.entries:
+            if key == ident and len(inputs) == len(args) and all(a is b for a, b in zip(inputs, args)):
+                return out
+        out = net(*args)
+        self.entries = (self.entries + [(ident, args, out)])[-self.size:]
+        return out
+
+
+class SharedNetwork(torch.nn.Module):
+    """``net`` behind the memo of one `feature_share`: the same output for the same input tensors within an update."""
+
+    def __init__(self, net: torch.nn.Module, memo: _Memo, ident: int):
+        super().__init__()
+        self.net, self.memo, self.ident = net, memo, ident
+        self.num_features = getattr(net, "num_features", None)  # FID's state size, as the network declares it
+
+    def forward(self, *args):
+        return self.memo.call(self.ident, self.net, args)
+
+
+@factory
+def feature_share(metrics: Mapping[str, Metric], *, max_cache_size: Optional[int] = None) -> Metric:
+    """``{name: value}`` of feature-network metrics, each distinct network run once per batch.
+
+    As torchmetrics' ``FeatureShare``: a `fmetrics.collection` whose members
+    given the same ``nn.Module`` object (FID, KID, IS, MiFID, LPIPS, CLIP
+    score, or any factory metric with a network argument) share its forward
+    passes: within one ``update`` a network called again with the same input
+    tensors returns its first output. Members read the update's inputs as in
+    a collection (positional, or by name with `Metric.from_output`).
+
+    A member hands the network the tensor it was given only when it does not
+    transform it first: with ``normalize=True`` on float images each FID-like
+    member scales the batch itself, so those members run the network apart
+    (share with uint8 images, or ``normalize=False``). Members without a recipe
+    keep their own networks.
+
+    Args:
+      metrics: ``{name: Metric}``, non-empty (positional).
+      max_cache_size: outputs remembered per update (default ``None``: one per
+        member, so every member's call can be shared); a positive int.
+
+    Inputs:
+      ``update(state, *inputs)``: the members' inputs, as `fmetrics.collection`.
+
+    Returns:
+      ``{name: value}`` as `fmetrics.collection` (a dict value gives ``name_key`` entries).
+
+    Example::
+
+        >>> net = torch.nn.Flatten()
+        >>> fs = feature_share({
+        ...     "fid": fmetrics.frechet_inception_distance(feature=net),
+        ...     "kid": fmetrics.kernel_inception_distance(feature=net, subsets=2, subset_size=8)})
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = fs.update(fs.init(), torch.rand(16, 3, 1, 1, generator=g), True)
+        >>> s = fs.update(s, torch.rand(16, 3, 1, 1, generator=g) + 0.5, False)
+        >>> v = fs.finalize(s)
+        >>> round(float(v["fid"]), 3), round(float(v["kid"][0]), 3)
+        (1.047, 4.84)
+    """
+    name = "feature_share"
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise validation.fail(name, "metrics", "a non-empty dict of name -> fmetrics.Metric", repr(metrics))
+    for key, m in metrics.items():
+        if not isinstance(key, str) or not isinstance(m, Metric):
+            raise validation.fail(name, "metrics", "a dict of str name -> fmetrics.Metric",
+                                  f"{key!r}: {type(m).__name__}")
+    if max_cache_size is not None and (isinstance(max_cache_size, bool) or not isinstance(max_cache_size, int)
+                                       or max_cache_size < 1):
+        raise validation.fail(name, "max_cache_size", "a positive int or None", repr(max_cache_size))
+    memo = _Memo(max_cache_size or len(metrics))
+    shared: dict = {}  # id(module) -> (module, SharedNetwork): the module kept alive, so ids stay distinct
+
+    def share(x):
+        if not isinstance(x, torch.nn.Module):
+            return x
+        if id(x) not in shared:
+            shared[id(x)] = (x, SharedNetwork(x, memo, len(shared)))
+        return shared[id(x)][1]
+
+    members = {k: m._map_parameters(share) if m.recipe is not None and m.params else m for k, m in metrics.items()}
+    inner = collection(members)
+
+    def update(state, *inputs, **kwargs):
+        memo.active, memo.entries = True, []
+        try:
+            return inner.update(state, *inputs, **kwargs)
+        finally:
+            memo.active, memo.entries = False, []
+
+    return inner.replace(update=update, name=name, recipe=None)
