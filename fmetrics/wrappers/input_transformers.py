@@ -22,18 +22,19 @@ __all__ = ["metric_input_transformer", "lambda_input_transformer", "binary_targe
 Transform = Optional[Callable[[torch.Tensor], torch.Tensor]]
 
 
-def _fn_key(fn) -> Optional[tuple]:
-    """A process-independent description of a transform: its importable name, or ``None`` (a lambda, a local)."""
+def _fn_key(fn) -> tuple:
+    """A transform in the state key: its importable name; a lambda or a local function by ``("object", id)``
+    (never shared with another; the distributed fingerprint drops the id, docs/wrappers.md)."""
     if fn is None:
         return ("identity",)
     module, qualname = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
     if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
-        return None
+        return ("object", id(fn))
     return (module, qualname)
 
 
 def _transformed(name: str, metric: Metric, transform_pred: Transform, transform_target: Transform,
-                 key: Optional[tuple]) -> Metric:
+                 key: tuple) -> Metric:
     """``metric`` with ``update`` fed ``(transform_pred(inputs[0]), transform_target(inputs[1]), *inputs[2:])``."""
     if not isinstance(metric, Metric):
         raise validation.fail(name, "metric", "a fmetrics.Metric", type(metric).__name__)
@@ -50,7 +51,7 @@ def _transformed(name: str, metric: Metric, transform_pred: Transform, transform
 
     inner = metric.state_key
     return metric.replace(update=update, check=None, inputs=None, name=f"{name}({metric.name})",
-                          state_key=None if inner is None or key is None else (name, inner, key),
+                          state_key=None if inner is None else (name, inner, key),
                           weigh_rows=None)
 
 
@@ -90,9 +91,8 @@ def metric_input_transformer(metric: Metric, *, transform_pred: Transform = None
         >>> m(torch.tensor([1., 2.]), torch.tensor([0.9, 2.6]))
         tensor(0.5000, dtype=torch.float64)
     """
-    key = _fn_key(transform_pred), _fn_key(transform_target)
     return _transformed("metric_input_transformer", metric, transform_pred, transform_target,
-                        None if None in key else key)
+                        (_fn_key(transform_pred), _fn_key(transform_target)))
 
 
 @factory
@@ -121,9 +121,8 @@ def lambda_input_transformer(metric: Metric, *, transform_pred: Transform = None
         >>> lambda_input_transformer(fmetrics.binary_accuracy(), transform_pred=lambda p: 1 - p)(preds, target)
         tensor(0.6000, dtype=torch.float64)
     """
-    key = _fn_key(transform_pred), _fn_key(transform_target)
     return _transformed("lambda_input_transformer", metric, transform_pred, transform_target,
-                        None if None in key else key)
+                        (_fn_key(transform_pred), _fn_key(transform_target)))
 
 
 @factory
