@@ -122,3 +122,62 @@ def bootstrap_pearson_corrcoef(quick: bool, device="cpu"):
     except ImportError:
         pass
     return runs
+
+
+# ------------------------------------------------------------------ feature_share
+
+class _ConvFeatures(torch.nn.Module):
+    """A small conv feature network (3 x 64 x 64 uint8 images -> 64 features), built offline from a seed."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 32, 3, stride=2), torch.nn.ReLU(), torch.nn.Conv2d(32, 64, 3, stride=2),
+            torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3, stride=2), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
+        self.num_features = 64
+
+    def forward(self, x):
+        return self.body(x.float() / 255)
+
+
+def _image_batches(quick: bool, device):
+    g = torch.Generator().manual_seed(2)
+    n = 2 if quick else 20
+    return [(torch.randint(0, 256, (32, 3, 64, 64), generator=g, dtype=torch.uint8).to(device), i % 2 == 0)
+            for i in range(n)]
+
+
+@register("wrappers/feature_share_fid_mifid", domain="wrappers", samples=lambda quick: (2 if quick else 20) * 32,
+          peers=("torchmetrics",), tolerance=1e-3)
+def feature_share_fid_mifid(quick: bool, device="cpu"):
+    """feature_share({FID, MiFID}) over one conv network (one forward pass per batch) vs FeatureShare"""
+    batches = _image_batches(quick, device)
+    net = _ConvFeatures().to(device)
+    m = fmetrics.wrappers.feature_share({
+        "fid": fmetrics.frechet_inception_distance(feature=net),
+        "mifid": fmetrics.memorization_informed_frechet_inception_distance(feature=net)})
+
+    def ours():
+        s = m.init(device if device != "cpu" else None)
+        for x, real in batches:
+            s = m.update(s, x, real)
+        return m.finalize(s)
+
+    runs = {"fmetrics": ours}
+    try:
+        from torchmetrics.image.fid import FrechetInceptionDistance
+        from torchmetrics.image.mifid import MemorizationInformedFrechetInceptionDistance
+        from torchmetrics.wrappers import FeatureShare
+
+        def theirs():
+            fs = FeatureShare({"fid": FrechetInceptionDistance(feature=net),
+                               "mifid": MemorizationInformedFrechetInceptionDistance(feature=net)}).to(device)
+            for x, real in batches:
+                fs.update(x, real=real)
+            return fs.compute()
+
+        runs["torchmetrics"] = theirs
+    except ImportError:
+        pass
+    return runs
