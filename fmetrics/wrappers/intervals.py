@@ -165,6 +165,7 @@ def confidence_interval(metric: Metric, *, method: Literal["bootstrap", "wilson"
         return IntervalState(metric.init(), boot.init() if boot else (), jack, (), torch.zeros((), dtype=torch.int64))
 
     def update(state, *inputs):
+        boot_state = boot.update(state.boot, *inputs) if boot else ()  # first: it checks the ids' shape
         rest = inputs[1:] if sample_ids else inputs
         value = metric.update(state.value, *rest)
         n = _rows.num_rows(name, rest) if (boot or method == "fisher_z") else 0
@@ -179,7 +180,7 @@ def confidence_interval(metric: Metric, *, method: Literal["bootstrap", "wilson"
             others = torch.arange(JACKKNIFE_BLOCKS, device=keys.device).unsqueeze(-1) != block
             jack = _rows.add_rows_shared(metric, tags, jack, rest, {}, others.to(accum_dtype(keys.device)), 1)
             blocks = blocks + ((block,) if keeps_blocks else ())
-        return IntervalState(value, boot.update(state.boot, *inputs) if boot else (), jack, blocks, state.rows + n)
+        return IntervalState(value, boot_state, jack, blocks, state.rows + n)
 
     def jack_values(state):
         stored = cat_chunks(state.blocks, None)
