@@ -243,12 +243,17 @@ def test_empty_stream(case):
         f"defined one is listed in DEFINED_EMPTY and documented")
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_input_on_another_device(case):
+def _tensor_case(case):
+    """``(metric, first batch, batch to spoil)`` of a case over tensors (host-input metrics skip)."""
     m = case.make()
     if m.host_input:
         pytest.skip("host-input metric: its inputs are Python data")
-    first, then = _nonempty(_batches(case))
+    return (m, *_nonempty(_batches(case)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_input_on_another_device(case):
+    _, _, then = _tensor_case(case)
     _assert_rejected(case, _map(then, lambda x: x.to("meta")), must_name=("meta", "cpu"))
 
 
@@ -293,10 +298,7 @@ def test_zero_length_signals(case):
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_python_containers(case):
-    m = case.make()
-    if m.host_input:
-        pytest.skip("host-input metric: it takes Python data")
-    first, then = _nonempty(_batches(case))
+    m, first, then = _tensor_case(case)
     as_lists = _map(then, lambda x: x.tolist() if x.dim() else x)
     s = m.update(m.init(), *first)
     try:
