@@ -455,3 +455,16 @@ def test_docs_examples_run(block):
     if block == 1:
         pytest.importorskip("lightning")
     exec(compile(code, f"docs/comparing.md[{block}]", "exec"), {"__name__": "docs_example"})
+
+
+def test_proportion_intervals_match_statsmodels():
+    """statsmodels' proportion_confint (wilson, beta = Clopper-Pearson) as a second oracle."""
+    proportion = pytest.importorskip("statsmodels.stats.proportion")
+    g = torch.Generator().manual_seed(7)
+    t = torch.rand(257, generator=g) < 0.5
+    p = torch.where(torch.rand(257, generator=g) < 0.8, t, ~t)
+    k, n = int((p & t).sum()), int((p & t).sum() + (~p & t).sum())  # recall: tp / (tp + fn)
+    for method, sm in (("wilson", "wilson"), ("clopper_pearson", "beta")):
+        out = W.confidence_interval(fm.binary_recall(), method=method, alpha=0.01)(p.long(), t.long())
+        np.testing.assert_allclose([float(out["ci_low"]), float(out["ci_high"])],
+                                   proportion.proportion_confint(k, n, alpha=0.01, method=sm), rtol=1e-9)
