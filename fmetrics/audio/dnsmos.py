@@ -142,6 +142,8 @@ def deep_noise_suppression_mean_opinion_score(
 
     def update(state, preds):
         rows = nw.signals(name, preds)
+        if rows.shape[0] == 0:  # no signal (the FFT backends reject an empty batch)
+            return state
         screened = nw.screen(nan_strategy, rows)
         if screened is not None:
             rows = torch.where(screened[0][:, None], rows, 0)

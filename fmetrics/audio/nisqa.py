@@ -121,6 +121,8 @@ def non_intrusive_speech_quality_assessment(
     def update(state, preds):
         rows = nw.signals(name, preds)
         _frames(name, fs, rows.shape[-1])
+        if rows.shape[0] == 0:  # no signal (the FFT backends reject an empty batch)
+            return state
         screened = nw.screen(nan_strategy, rows)
         if screened is not None:
             rows = torch.where(screened[0][:, None], rows, 0)

@@ -292,3 +292,29 @@ try:
     ]
 except ModuleNotFoundError:  # pystoi is in the dev extras; without it the parity tests skip
     pass
+
+
+# ---------------------------------------------------------------- DNSMOS / NISQA (tiny random networks; the
+# torchmetrics parity with the same networks lives in tests/test_audio_dnsmos_nisqa.py)
+
+from tests._audio_nets import P808, P835, NISQANet  # noqa: E402
+
+
+def _noise(time, sizes=(2, 1, 0, 2)):
+    def batches(seed):
+        g = torch.Generator().manual_seed(seed)
+        return [(torch.rand(n, 1, generator=g) * torch.randn(n, time, generator=g),) for n in sizes]
+    return batches
+
+
+_MODEL_TOL = dict(rtol=1e-6, atol=1e-6)  # float32 networks: batch composition moves their output in the last bits
+CASES += [
+    Case("deep_noise_suppression_mean_opinion_score-16k", fm.deep_noise_suppression_mean_opinion_score,
+         {"fs": 16000, "personalized": False, "p808": P808(), "p835": P835()}, _noise(18020), check=_MODEL_TOL),
+    Case("deep_noise_suppression_mean_opinion_score-8k-personalized", fm.deep_noise_suppression_mean_opinion_score,
+         {"fs": 8000, "personalized": True, "p808": P808(), "p835": P835()}, _noise(9010), check=_MODEL_TOL),
+    Case("non_intrusive_speech_quality_assessment-16k", fm.non_intrusive_speech_quality_assessment,
+         {"fs": 16000, "net": NISQANet()}, _noise(6000), check=_MODEL_TOL),
+    Case("non_intrusive_speech_quality_assessment-48k", fm.non_intrusive_speech_quality_assessment,
+         {"fs": 48000, "net": NISQANet()}, _noise(9000, sizes=(1, 2, 0)), check=_MODEL_TOL),
+]
