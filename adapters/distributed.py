@@ -49,10 +49,11 @@ import torch
 import torch.distributed as dist
 import torch.utils._pytree as pytree
 
+from adapters import _shard
 from fmetrics import state as state_lib
 from fmetrics.metric import Metric
 
-__all__ = ["reduce", "EvalSampler", "LayoutMismatchError"]
+__all__ = ["reduce", "finalize", "shardable", "EvalSampler", "LayoutMismatchError"]
 
 HEADER_LEN = 256  # int64 entries per rank in the first exchange: [hash, meta length, meta...]
 _ALIGN = 16  # byte alignment of each piece in the gather buffer (any dtype can be viewed back)
@@ -646,6 +647,30 @@ def _all_gather(t: torch.Tensor, world: int, group) -> list[torch.Tensor]:
     for a in range(0, t.numel(), step):
         dist.all_gather([o[a:a + step] for o in out], t[a:a + step], group=group)
     return out
+
+
+def finalize(metric: Metric, state, group=None):
+    """The metric's value over every rank's data, on every rank, without gathering the rows on one rank.
+
+    Retrieval members (any aggregation) route their rows to the rank owning each query; exact binary
+    AUROC (``max_fpr=None``) and binary average precision run a distributed sample sort of the scores
+    (docs/scaling.md). Each rank then holds about its own share of the rows. Other metrics take
+    ``metric.finalize(reduce(metric, state, group))``: the gather path, O(1) for sum / min / max states
+    (`shardable` tells which). The value equals the one-process value (floats up to summation order).
+    Without a process group (or one rank) it is ``metric.finalize(state)``. Every rank must call it.
+
+    Example::
+
+        >>> value = adapters.distributed.finalize(fmetrics.retrieval_normalized_dcg(top_k=10), local_state)
+    """
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) == 1:
+        return metric.finalize(reduce(metric, state, group))
+    return _shard.finalize(metric, state, group, reduce)
+
+
+def shardable(metric: Metric) -> bool:
+    """Whether `finalize` shards ``metric`` (``False``: it reduces with the gather path, then finalizes)."""
+    return _shard.shardable(metric)
 
 
 # ---------------------------------------------------------------- the sampler

@@ -1,0 +1,114 @@
+"""Sharded finalize of the retrieval members: rows routed to the rank owning their query.
+
+Every row goes to rank ``hash(query id) mod world`` (`comm.route`: one ``all_to_all_single`` of counts,
+then the payload), so each query is whole on one rank, its rows in the one-process order (rank order,
+then update order). Each rank runs the metric with ``aggregation="none"`` on its queries; then
+
+* ``mean``: one ``all_reduce`` of (sum of kept per-query values, kept queries, queries);
+* ``min`` / ``max``: one ``all_reduce`` of the local extreme (plus the counts);
+* ``median``, ``none``, a callable: the per-query values and ids (O(queries), not O(rows)) are
+  gathered and put in query-id order, then aggregated as one process does.
+
+The value records (invalid query ids, NaN scores, ...) are reduced with `adapters.distributed.reduce` on the
+state without its rows, so every rank reports a deferred error alike.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.distributed as dist
+
+from adapters._shard import comm
+from fmetrics.retrieval import _base
+from fmetrics.state import cat_chunks
+
+# the factories built with `_base.member` (per-query values + aggregation)
+MEMBERS = frozenset({"retrieval_auroc", "retrieval_map", "retrieval_average_precision", "retrieval_fall_out",
+                     "retrieval_hit_rate", "retrieval_normalized_dcg", "retrieval_precision",
+                     "retrieval_r_precision", "retrieval_recall", "retrieval_mrr", "retrieval_reciprocal_rank"})
+_MIX = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64 (Fibonacci hashing)
+
+
+def applies(metric) -> bool:
+    r = metric.recipe
+    return r is not None and r.module.startswith("fmetrics.retrieval") and r.qualname in MEMBERS
+
+
+def owner(query: torch.Tensor, world: int) -> torch.Tensor:
+    """The rank that owns each query id: a multiplicative hash, so consecutive ids spread over the ranks."""
+    return torch.remainder((query * _MIX) >> 20, world)
+
+
+def finalize(ctx: comm.Ctx, metric, state, reduce):
+    args = metric.recipe.arguments
+    ignore_index, action, aggregation = args["ignore_index"], args["empty_target_action"], args["aggregation"]
+    base = reduce(metric, state._replace(preds=(), target=(), indexes=()))
+    device = base.bad_index.count.device
+    local = [cat_chunks(state.preds, torch.empty(0, device=device)),
+             cat_chunks(state.target, torch.empty(0, device=device)),
+             cat_chunks(state.indexes, torch.empty(0, dtype=torch.int64, device=device))]
+    dtypes = comm.promoted(ctx, [x.dtype if state.preds else None for x in local[:2]])
+    if dtypes[0] is None:  # no rank has rows: the one-process value of an empty state (NaN, a warning)
+        return metric.finalize(base)
+    local[:2] = [x.to(d) for x, d in zip(local[:2], dtypes)]
+    preds, target, query = route(ctx, local)
+    shard = base._replace(preds=(preds.to(device),), target=(target.to(device),), indexes=(query.to(device),))
+    per_query = metric.recipe.call(aggregation="none")
+
+    def local_values():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values = per_query.finalize(shard)
+        kept = query if ignore_index is None else query[target != ignore_index]
+        ids = torch.unique(kept.to(device))
+        if ids.shape[0] != values.shape[0]:
+            raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values.shape[0]} per-query values "
+                               f"for {ids.shape[0]} queries (internal error)")
+        return values, ids, [w for w in caught if "no samples were seen" not in str(w.message)]
+
+    values, ids, caught = comm.agree(ctx, local_values)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    flat = values.reshape(values.shape[0], -1)
+    skipped = flat.isnan().all(1) if action == "skip" and flat.shape[1] else torch.zeros_like(ids, dtype=torch.bool)
+    if aggregation in ("mean", "min", "max"):
+        out = _reduced(ctx, flat, skipped, aggregation)
+        if out is not None:
+            return out.reshape(values.shape[1:]).to(device)
+    every = comm.gather_rows(ctx, values)
+    every_ids = comm.gather_rows(ctx, ids)
+    order = torch.argsort(every_ids)
+    every, every_skipped = every[order], comm.gather_rows(ctx, skipped)[order]
+    if every.shape[0] == 0:
+        return metric.finalize(base._replace(preds=(preds[:0].to(device),), target=(target[:0].to(device),),
+                                             indexes=(query[:0].to(device),)))
+    return _base.aggregate(metric.name, every.to(device), every_skipped.to(device), aggregation)
+
+
+def route(ctx: comm.Ctx, local: list[torch.Tensor]) -> list[torch.Tensor]:
+    """(preds, target, query) rows of the queries this rank owns, gathered from every rank."""
+    return comm.route(ctx, local, owner(local[2].to(ctx.comm), ctx.world))
+
+
+def _reduced(ctx: comm.Ctx, flat: torch.Tensor, skipped: torch.Tensor, aggregation: str):
+    """Mean / min / max over every rank's kept per-query values by ``all_reduce``; ``None`` when no rank has a
+    query (the caller then gives the one-process empty value)."""
+    kept = flat[~skipped].to(ctx.comm, torch.float64)
+    counts = torch.tensor([kept.shape[0], flat.shape[0]], dtype=torch.float64, device=ctx.comm)
+    if aggregation == "mean":
+        buf = torch.cat([kept.sum(0), counts])
+        dist.all_reduce(buf, group=ctx.group)
+        total, n_kept, n = buf[:-2], buf[-2], buf[-1]
+        if int(n) == 0:
+            return None
+        return total / n_kept if int(n_kept) else torch.zeros_like(total)
+    fill = torch.inf if aggregation == "min" else -torch.inf
+    ext = getattr(torch, aggregation)(kept, 0).values if kept.shape[0] else torch.full(flat.shape[1:], fill,
+                                                                                      dtype=torch.float64,
+                                                                                      device=ctx.comm)
+    dist.all_reduce(counts, group=ctx.group)
+    dist.all_reduce(ext, op=dist.ReduceOp.MIN if aggregation == "min" else dist.ReduceOp.MAX, group=ctx.group)
+    if int(counts[1]) == 0:
+        return None
+    return ext if int(counts[0]) else torch.zeros_like(ext)

@@ -1,0 +1,284 @@
+"""`adapters.distributed.finalize` (sharded finalize) in real gloo groups against the one-process value.
+
+Every rank builds the same random data, keeps its shard (uneven shards, an empty rank, every row on one
+rank, a query split across ranks and batches, heavy score ties, every score equal) and the sharded value
+must equal ``metric.finalize`` of one state holding all rows: floats within 1e-12, the same bits on every
+rank. Binary AUROC / AP are also checked against scikit-learn on the pooled rows.
+"""
+import math
+import random
+import warnings
+
+import pytest
+import torch
+
+import fmetrics as fm
+from adapters import distributed
+from tests._dist import count_collectives, spawn
+
+RETRIEVAL = [
+    ("retrieval_normalized_dcg", dict(top_k=10)),
+    ("retrieval_normalized_dcg", dict(aggregation="median")),
+    ("retrieval_map", dict()),
+    ("retrieval_map", dict(empty_target_action="skip", aggregation="min")),
+    ("retrieval_mrr", dict(aggregation="max")),
+    ("retrieval_precision", dict(top_k=3, empty_target_action="pos")),
+    ("retrieval_recall", dict(top_k=2, aggregation="none", empty_target_action="skip")),
+    ("retrieval_hit_rate", dict(top_k=2, ignore_index=-1)),
+    ("retrieval_r_precision", dict(empty_target_action="skip")),
+    ("retrieval_fall_out", dict(top_k=4)),
+    ("retrieval_auroc", dict(aggregation="none")),
+]
+CURVES = [("binary_auroc", {}), ("binary_average_precision", {}), ("binary_auroc", dict(ignore_index=-1)),
+          ("binary_average_precision", dict(ignore_index=-1))]
+SCENARIOS = ("uneven", "empty_rank", "one_rank")
+
+
+def _cuts(n: int, world: int, scenario: str, rng: random.Random) -> list[int]:
+    """Shard boundaries ``[0, ..., n]`` (world + 1 of them)."""
+    if scenario == "one_rank":
+        at = rng.randrange(world)
+        return [0] * (at + 1) + [n] * (world - at)
+    if scenario == "empty_rank":  # world - 1 shards with data, an empty one inserted at a random rank
+        edges = [0, *sorted(rng.randint(0, n) for _ in range(world - 2)), n]
+        at = rng.randrange(world)
+        edges.insert(at, edges[min(at, len(edges) - 1)])
+        return sorted(edges)
+    return [0, *sorted(rng.randint(0, n) for _ in range(world - 1)), n]
+
+
+def _retrieval_data(seed: int, graded: bool, ignore: bool):
+    g = torch.Generator().manual_seed(seed)
+    n = int(torch.randint(40, 400, (1,), generator=g))
+    preds = torch.randint(0, 6, (n,), generator=g).double() / 5  # heavy ties within queries
+    target = torch.randint(0, 4 if graded else 2, (n,), generator=g)
+    if not graded:
+        target = (torch.rand(n, generator=g) < 0.3).long()
+    indexes = torch.randint(0, max(n // 8, 1), (n,), generator=g) * 7 + 3  # sparse ids, queries of ~8 rows
+    if ignore:
+        target = torch.where(torch.rand(n, generator=g) < 0.1, -1, target)
+    return preds.float(), target, indexes
+
+
+def _curve_data(seed: int, kind: str, ignore: bool):
+    g = torch.Generator().manual_seed(seed)
+    n = int(torch.randint(30, 600, (1,), generator=g))
+    target = (torch.rand(n, generator=g) < 0.4).long()
+    if kind == "ties":
+        preds = torch.randint(0, 7, (n,), generator=g).float() / 6
+    elif kind == "one_key":
+        preds = torch.full((n,), 0.3)
+    elif kind == "no_pos":
+        preds, target = torch.rand(n, generator=g), torch.zeros(n, dtype=torch.long)
+    elif kind == "hard":
+        preds = torch.randint(0, 2, (n,), generator=g).float()
+    elif kind == "logits":
+        preds = torch.randn(n, generator=g) * 3
+    else:
+        preds = torch.rand(n, generator=g)
+    return preds, torch.where(torch.rand(n, generator=g) < 0.05, -1, target) if ignore else target
+
+
+def _local_state(m, data, lo, mid, hi):
+    s = m.init()
+    for a, b in ((lo, mid), (mid, hi)):  # two updates: a query's rows arrive over batches
+        if b > a:
+            s = m.update(s, *(x[a:b] for x in data))
+    return s
+
+
+def _run(m, data, world, rank, scenario, rng):
+    """(sharded value, one-process value, its warnings, the sharded warnings). The one-process value is one
+    state fed the same batches (logits are detected per batch, so batching is part of the input)."""
+    cuts = _cuts(data[0].shape[0], world, scenario, rng)
+    mids = [rng.randint(cuts[r], cuts[r + 1]) for r in range(world)]
+    states = [_local_state(m, data, cuts[r], mids[r], cuts[r + 1]) for r in range(world)]
+    with warnings.catch_warnings(record=True) as one_w:
+        warnings.simplefilter("always")
+        one_state = states[0]
+        for other in states[1:]:
+            one_state = m.merge(one_state, other)
+        one = m.finalize(one_state)
+    with warnings.catch_warnings(record=True) as shard_w:
+        warnings.simplefilter("always")
+        got = distributed.finalize(m, states[rank])
+    return got, one, sorted({str(w.message) for w in one_w}), sorted({str(w.message) for w in shard_w})
+
+
+def _body(rank, world, seed):
+    out = []
+    for i, (name, kw) in enumerate(RETRIEVAL):
+        m = getattr(fm, name)(**kw)
+        for j, scenario in enumerate(SCENARIOS):
+            rng = random.Random(f"{seed}/{i}/{j}")  # the same on every rank
+            data = _retrieval_data(seed * 100 + i * 10 + j, name == "retrieval_normalized_dcg", "ignore_index" in kw)
+            out.append((f"{name}{kw}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
+    for i, (name, kw) in enumerate(CURVES):
+        m = getattr(fm, name)(**kw)
+        for j, kind in enumerate(("random", "ties", "one_key", "no_pos", "hard", "logits")):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/c{i}/{j}/{k}")
+                data = _curve_data(seed * 1000 + i * 100 + j * 10 + k, kind, "ignore_index" in kw)
+                out.append((f"{name}{kw}/{kind}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
+    return out
+
+
+def _close(a, b) -> bool:
+    a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-12, atol=1e-12, equal_nan=True))
+
+
+def _check(results):
+    failures = []
+    for per_rank in zip(*results):
+        cid = per_rank[0][0]
+        got0, one = per_rank[0][1], per_rank[0][2]
+        if not _close(got0, one):
+            failures.append(f"{cid}: sharded {got0} != one-process {one}")
+        if any(not torch.equal(torch.as_tensor(r[1]).nan_to_num(7.0), torch.as_tensor(got0).nan_to_num(7.0))
+               for r in per_rank[1:]):
+            failures.append(f"{cid}: ranks differ: {[r[1] for r in per_rank]}")
+        if torch.as_tensor(got0).dtype != torch.as_tensor(one).dtype:
+            failures.append(f"{cid}: dtype {torch.as_tensor(got0).dtype} != {torch.as_tensor(one).dtype}")
+        # a warning of the one-process value (empty input, no positives, hard scores) is given by the sharded one
+        warned = set().union(*(set(r[4]) for r in per_rank))
+        missing = set(per_rank[0][3]) - warned
+        if missing:
+            failures.append(f"{cid}: warnings not given: {sorted(missing)}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, 3])
+def test_sharded_equals_one_process(world):
+    _check(spawn(_body, world, 11 + world, timeout=240))
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_sharded_equals_one_process_4_ranks():
+    _check(spawn(_body, 4, 5, timeout=300))
+
+
+def test_cuts_cover_the_rows():
+    rng = random.Random(0)
+    for world in (2, 3, 4):
+        for scenario in SCENARIOS:
+            for _ in range(20):
+                cuts = _cuts(50, world, scenario, rng)
+                assert len(cuts) == world + 1 and cuts[0] == 0 and cuts[-1] == 50 and cuts == sorted(cuts)
+                sizes = [b - a for a, b in zip(cuts, cuts[1:])]
+                if scenario != "uneven":
+                    assert 0 in sizes
+                if scenario == "one_rank":
+                    assert 50 in sizes
+
+
+# ---------------------------------------------------------------- oracle, errors, volume, fallback
+
+
+def _oracle_body(rank, world):
+    g = torch.Generator().manual_seed(3)
+    preds, target = torch.randint(0, 9, (900,), generator=g).float() / 8, (torch.rand(900, generator=g) < 0.3).long()
+    lo, hi = rank * 900 // world, (rank + 1) * 900 // world
+    out = []
+    for name in ("binary_auroc", "binary_average_precision"):
+        m = getattr(fm, name)()
+        out.append(float(distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))))
+    return out, preds, target
+
+
+@pytest.mark.distributed
+def test_binary_curves_match_sklearn():
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    results = spawn(_oracle_body, 3, timeout=120)
+    (auroc, ap), preds, target = results[0]
+    assert math.isclose(auroc, roc_auc_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
+    assert math.isclose(ap, average_precision_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
+
+
+def _error_body(rank, world):
+    m = fm.retrieval_map(empty_target_action="error")
+    # rank 1's query 5 has no relevant row: every rank must raise (not only rank 1, not hang)
+    target = torch.tensor([1, 0, 0]) if rank == 0 else torch.tensor([0, 0, 0])
+    s = m.update(m.init(), torch.rand(3), target, torch.tensor([2, 2, 2]) if rank == 0 else torch.tensor([5, 5, 5]))
+    try:
+        distributed.finalize(m, s)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+@pytest.mark.distributed
+def test_an_error_on_one_rank_raises_on_every_rank():
+    messages = spawn(_error_body, 2, timeout=120)
+    assert all(msg is not None and "retrieval_map" in msg and "no relevant" in msg for msg in messages), messages
+
+
+def _mismatch_body(rank, world):
+    m = fm.retrieval_map() if rank == 0 else fm.retrieval_mrr(ignore_index=-1)
+    s = m.update(m.init(), torch.rand(4), torch.tensor([1, 0, 1, 0]), torch.tensor([0, 0, 1, 1]))
+    try:
+        distributed.finalize(m, s)
+    except distributed.LayoutMismatchError:
+        return True
+    return False
+
+
+@pytest.mark.distributed
+def test_different_metrics_raise_layout_mismatch():
+    assert spawn(_mismatch_body, 2, timeout=120) == [True, True]
+
+
+def _volume_body(rank, world):
+    g = torch.Generator().manual_seed(rank)
+    n = 20000
+    preds, target = torch.rand(n, generator=g), (torch.rand(n, generator=g) < 0.2).long()
+    indexes = torch.randint(0, 4000, (n,), generator=g)
+    out = {}
+    for name, m, inputs in (("ndcg", fm.retrieval_normalized_dcg(top_k=10), (preds, target, indexes)),
+                            ("auroc", fm.binary_auroc(), (preds, target))):
+        s = m.update(m.init(), *inputs)
+        with count_collectives() as sharded:
+            distributed.finalize(m, s)
+        with count_collectives() as gathered:
+            m.finalize(distributed.reduce(m, s))
+        out[name] = (sharded["bytes"], gathered["bytes"])
+    return out
+
+
+@pytest.mark.distributed
+def test_sharded_sends_about_one_share_of_the_rows():
+    """Bytes a rank hands to collectives: about its own rows (the gather path hands its rows too, but
+    receives world x; the sharded path receives about one share), so compare what is sent: at most ~its state."""
+    for per_rank in spawn(_volume_body, 3, timeout=180):
+        for name, (sharded, gathered) in per_rank.items():
+            assert sharded <= 1.6 * gathered, (name, sharded, gathered)
+
+
+def test_shardable_names_the_sharded_metrics():
+    assert distributed.shardable(fm.retrieval_normalized_dcg(top_k=5))
+    assert distributed.shardable(fm.binary_auroc()) and distributed.shardable(fm.binary_average_precision())
+    assert not distributed.shardable(fm.binary_auroc(max_fpr=0.5))
+    assert not distributed.shardable(fm.binary_auroc(thresholds=10))
+    assert not distributed.shardable(fm.retrieval_precision_recall_curve(max_k=3))
+    assert not distributed.shardable(fm.mean())
+
+
+def test_one_process_is_plain_finalize():
+    m = fm.binary_auroc()
+    s = m.update(m.init(), torch.tensor([0.1, 0.7, 0.4]), torch.tensor([0, 1, 1]))
+    assert torch.equal(distributed.finalize(m, s), m.finalize(s))
+
+
+def _fallback_body(rank, world):
+    m = fm.spearman_corrcoef()
+    x = torch.arange(10.0) + rank * 10
+    s = m.update(m.init(), x, x ** 2)
+    return float(distributed.finalize(m, s))
+
+
+@pytest.mark.distributed
+def test_a_metric_without_a_sharded_path_reduces_then_finalizes():
+    assert spawn(_fallback_body, 2, timeout=120) == [pytest.approx(1.0, abs=1e-12)] * 2
