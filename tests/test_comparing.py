@@ -468,3 +468,57 @@ def test_proportion_intervals_match_statsmodels():
         out = W.confidence_interval(fm.binary_recall(), method=method, alpha=0.01)(p.long(), t.long())
         np.testing.assert_allclose([float(out["ci_low"]), float(out["ci_high"])],
                                    proportion.proportion_confint(k, n, alpha=0.01, method=sm), rtol=1e-9)
+
+
+# ---------------------------------------------------------------- 3 gloo ranks, uneven shards
+
+def _compare_metrics():
+    return {
+        "boot_auroc": W.paired_bootstrap(fm.binary_auroc(), num_samples=40, sample_ids=True, seed=5),
+        "perm_acc": W.permutation_test(fm.binary_accuracy(), num_permutations=60, sample_ids=True, seed=6),
+        "ndcg": W.paired_bootstrap(fm.retrieval_normalized_dcg(top_k=5), num_samples=50, seed=7),
+        "bca": W.confidence_interval(fm.mean_squared_error(), interval="bca", num_samples=40, sample_ids=True),
+    }
+
+
+def _ranks_body(rank, world):
+    from adapters.distributed import reduce
+
+    a, b, t = _data(301, 8)
+    ids = torch.randperm(301, generator=torch.Generator().manual_seed(1)) * 3
+    qa, qb, qt, qidx = _ranked(3)
+    cuts, qcuts = [0, 40, 40, 301], [0, 150, 151, qidx.numel()]  # uneven; rank 1 empty for the classifiers
+    lo, hi = cuts[rank], cuts[rank + 1]
+    out = {}
+    for key, m in _compare_metrics().items():
+        s = m.init()
+        if key == "ndcg":
+            s = m.update(s, qa[qcuts[rank]:qcuts[rank + 1]], qb[qcuts[rank]:qcuts[rank + 1]],
+                         qt[qcuts[rank]:qcuts[rank + 1]], qidx[qcuts[rank]:qcuts[rank + 1]])
+        elif key == "bca":
+            s = m.update(s, ids[lo:hi], a[lo:hi], t[lo:hi].double())
+        else:
+            for start in range(lo, hi, 64):
+                end = min(start + 64, hi)
+                s = m.update(s, ids[start:end], a[start:end], b[start:end], t[start:end])
+        out[key] = m.finalize(reduce(m, s))
+    return out
+
+
+@pytest.mark.distributed
+def test_three_ranks_uneven_shards_equal_one_process():
+    from tests._dist import spawn
+
+    results = spawn(_ranks_body, 3, timeout=240)
+    a, b, t = _data(301, 8)
+    ids = torch.randperm(301, generator=torch.Generator().manual_seed(1)) * 3
+    qa, qb, qt, qidx = _ranked(3)
+    for key, m in _compare_metrics().items():
+        if key == "ndcg":
+            want = m(qa, qb, qt, qidx)
+        elif key == "bca":
+            want = m(ids, a, t.double())
+        else:
+            want = m(ids, a, b, t)
+        for r in range(3):
+            fm.testing.assert_values_close(results[r][key], want, 1e-12, 1e-12, f"rank {r} {key}")
