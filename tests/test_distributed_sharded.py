@@ -31,6 +31,7 @@ RETRIEVAL = [
 ]
 CURVES = [("binary_auroc", {}), ("binary_average_precision", {}), ("binary_auroc", dict(ignore_index=-1)),
           ("binary_average_precision", dict(ignore_index=-1))]
+SPEARMAN = [dict(), dict(num_outputs=3)]
 SCENARIOS = ("uneven", "empty_rank", "one_rank")
 
 
@@ -120,7 +121,28 @@ def _body(rank, world, seed):
                 rng = random.Random(f"{seed}/c{i}/{j}/{k}")
                 data = _curve_data(seed * 1000 + i * 100 + j * 10 + k, kind, "ignore_index" in kw)
                 out.append((f"{name}{kw}/{kind}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
+    for i, kw in enumerate(SPEARMAN):
+        m = fm.spearman_corrcoef(**kw)
+        for j, kind in enumerate(("random", "ties", "one_key", "constant_target")):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/s{i}/{j}/{k}")
+                data = _pairs_data(seed * 1000 + i * 100 + j * 10 + k, kind, kw.get("num_outputs", 1))
+                out.append((f"spearman{kw}/{kind}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
     return out
+
+
+def _pairs_data(seed: int, kind: str, width: int):
+    g = torch.Generator().manual_seed(seed)
+    n = int(torch.randint(2, 500, (1,), generator=g))
+    x = torch.randn(n, width, generator=g)
+    y = x + torch.randn(n, width, generator=g)
+    if kind == "ties":
+        x, y = torch.round(x * 2), torch.round(y)
+    elif kind == "one_key":
+        x = torch.full_like(x, 0.5)
+    elif kind == "constant_target":
+        y[:, 0] = 2.0
+    return (x[:, 0], y[:, 0]) if width == 1 else (x, y)
 
 
 def _close(a, b) -> bool:
@@ -185,15 +207,21 @@ def _oracle_body(rank, world):
     for name in ("binary_auroc", "binary_average_precision"):
         m = getattr(fm, name)()
         out.append(float(distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))))
-    return out, preds, target
+    x = torch.round(torch.randn(900, generator=g) * 3)  # heavy ties in both columns
+    y = torch.round(x / 2 + torch.randn(900, generator=g))
+    m = fm.spearman_corrcoef()
+    out.append(float(distributed.finalize(m, m.update(m.init(), x[lo:hi], y[lo:hi]))))
+    return out, preds, target, x, y
 
 
 @pytest.mark.distributed
-def test_binary_curves_match_sklearn():
+def test_sharded_values_match_sklearn_and_scipy():
+    from scipy.stats import spearmanr
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     results = spawn(_oracle_body, 3, timeout=120)
-    (auroc, ap), preds, target = results[0]
+    (auroc, ap, rho), preds, target, x, y = results[0]
+    assert math.isclose(rho, spearmanr(x.numpy(), y.numpy()).statistic, rel_tol=1e-12)
     assert math.isclose(auroc, roc_auc_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
     assert math.isclose(ap, average_precision_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
 
@@ -263,6 +291,8 @@ def test_shardable_names_the_sharded_metrics():
     assert not distributed.shardable(fm.binary_auroc(max_fpr=0.5))
     assert not distributed.shardable(fm.binary_auroc(thresholds=10))
     assert not distributed.shardable(fm.retrieval_precision_recall_curve(max_k=3))
+    assert distributed.shardable(fm.spearman_corrcoef(num_outputs=2))
+    assert not distributed.shardable(fm.kendall_rank_corrcoef())
     assert not distributed.shardable(fm.mean())
 
 
@@ -273,7 +303,7 @@ def test_one_process_is_plain_finalize():
 
 
 def _fallback_body(rank, world):
-    m = fm.spearman_corrcoef()
+    m = fm.kendall_rank_corrcoef()
     x = torch.arange(10.0) + rank * 10
     s = m.update(m.init(), x, x ** 2)
     return float(distributed.finalize(m, s))

@@ -4,16 +4,17 @@
 
 * retrieval members (MAP, NDCG, MRR, precision, recall, ... with any aggregation): `retrieval`;
 * exact binary AUROC (``max_fpr=None``) and binary average precision: `curves`;
+* `spearman_corrcoef` (states without NaN / inf): `spearman`;
 * anything else: ``metric.finalize(reduce(metric, state))`` (today's gather path; for sum / min / max
   states that is already O(1) per rank). `shardable` tells which path a metric takes.
 """
 from __future__ import annotations
 
-from adapters._shard import comm, curves, retrieval
+from adapters._shard import comm, curves, retrieval, spearman
 
 __all__ = ["finalize", "shardable"]
 
-_PATHS = (retrieval, curves)
+_PATHS = (retrieval, curves, spearman)
 
 
 def shardable(metric) -> bool:

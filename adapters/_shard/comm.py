@@ -25,12 +25,13 @@ def context(group) -> Ctx:
     return Ctx(group, dist.get_rank(group), dist.get_world_size(group), comm)
 
 
-def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor) -> list[torch.Tensor]:
+def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor, sources: bool = False):
     """Sends row ``i`` of every column to rank ``dest[i]``; returns the rows this rank received, in source
     rank order and, within a source, in their original order (so a one-process concatenation order is kept).
 
     One ``all_to_all_single`` of the per-destination counts, then the payload per column in rounds of at most
-    `ROUTE_CHUNK_BYTES` per rank (a round takes the next slice of every destination's block)."""
+    `ROUTE_CHUNK_BYTES` per rank (a round takes the next slice of every destination's block). ``sources``: also
+    return each received row's source rank (to send answers back: `route` to them keeps the order)."""
     columns = [c.to(ctx.comm) for c in columns]
     wide = [c.dtype for c in columns]
     columns = narrowed(ctx, columns)
@@ -59,7 +60,10 @@ def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor) -> list[tor
             for src in range(ctx.world):
                 out[recv_off[src] + lo: recv_off[src] + lo + rc[src]] = got[pos: pos + rc[src]]
                 pos += rc[src]
-    return [out.to(dtype) for out, dtype in zip(outs, wide)]
+    outs = [out.to(dtype) for out, dtype in zip(outs, wide)]
+    if not sources:
+        return outs
+    return outs, torch.repeat_interleave(torch.arange(ctx.world, device=ctx.comm), recv)
 
 
 _NARROWER = (torch.int8, torch.int32)  # the integer dtypes gloo and NCCL both send

@@ -3,12 +3,10 @@
 1. Each rank sorts its kept (score, label) pairs and folds equal scores into distinct keys with their
    positive and negative counts ``(u, P, N)``: a tie never spans two rows, so however many rows share a
    score, it costs one key.
-2. Splitters: up to `SAMPLE` keys per rank, ``all_gather``-ed; the ``world - 1`` quantiles of the pooled
-   sample cut the score axis into ranges. A key goes to the range holding it (``searchsorted``), so equal
-   scores from every rank land on one rank: ties across range boundaries cannot happen.
-3. One `comm.route` of the keys; each rank merges equal keys again and sorts its range.
-4. One ``all_gather`` of each rank's ``(P, N)`` totals gives every key the counts below its range
-   (exclusive prefix over the ranks), hence its global position on the ROC / PR curve:
+2. `sort.sample_sort`: splitters from a sample, one route of the keys into score ranges (equal scores of
+   every rank meet on one rank, so ties never straddle a boundary), equal keys merged.
+3. The exclusive prefix of the ranks' ``(P, N)`` totals gives every key the counts below its range, hence
+   its global position on the ROC / PR curve:
 
    * AUROC (Mann-Whitney, ties counted 1/2): ``sum_u P_u (N_{<u} + N_u / 2) / (P N)``;
    * AP (scikit-learn's step sum): ``sum_u (P_u / P) * TP_{>=u} / (TP_{>=u} + FP_{>=u})``.
@@ -25,11 +23,10 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from adapters._shard import comm
+from adapters._shard import comm, sort
 from fmetrics.classification.curves._scores import family
 from fmetrics.state import cat_chunks
 
-SAMPLE = 4096  # keys per rank sent to choose the splitters
 NAMES = frozenset({"binary_auroc", "binary_average_precision"})
 
 
@@ -52,17 +49,13 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     if dtype is None:
         return metric.finalize(base)
     scores, labels = spec._binary_kept(scores.to(dtype), codes)  # as one process decodes the joined chunks
-    keys, pos, neg = distinct(scores.to(ctx.comm), labels.to(ctx.comm))  # keys travel in the scores' dtype
-    keys, pos, neg = _sample_sort(ctx, keys, pos, neg)
-    keys = keys.double()
-    totals = torch.stack([pos.sum(), neg.sum()])
-    every = [torch.empty_like(totals) for _ in range(ctx.world)]
-    dist.all_gather(every, totals, group=ctx.group)
-    every = torch.stack(every)
-    below = every[: ctx.rank].sum(0)
-    n_pos, n_neg = (int(v) for v in every.sum(0))
-    pos_below = below[0] + torch.cumsum(pos, 0) - pos
-    neg_below = below[1] + torch.cumsum(neg, 0) - neg
+    labels = labels.to(ctx.comm, torch.int64)
+    keys, counts, _ = sort.distinct(scores.to(ctx.comm), torch.stack([labels, 1 - labels], 1))
+    r = sort.sample_sort(ctx, keys, counts)  # keys travel in the scores' dtype
+    keys, pos, neg = r.keys.double(), r.counts[:, 0], r.counts[:, 1]
+    n_pos, n_neg = (int(v) for v in r.total)
+    pos_below = r.below[0] + torch.cumsum(pos, 0) - pos
+    neg_below = r.below[1] + torch.cumsum(neg, 0) - neg
     pos_f, neg_f = pos.double(), neg.double()
     area = (pos_f * (neg_below.double() + neg_f / 2)).sum()
     tp, fp = (n_pos - pos_below).double(), (n_neg - neg_below).double()
@@ -78,32 +71,6 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
         return value
     out = sums[0] / (n_pos * n_neg) if metric.name == "binary_auroc" else sums[1] / n_pos
     return out.to(device=value.device, dtype=value.dtype)
-
-
-def distinct(scores: torch.Tensor, labels: torch.Tensor):
-    """Sorted distinct scores with their positive and negative counts (int64)."""
-    keys, inverse, counts = torch.unique(scores, sorted=True, return_inverse=True, return_counts=True)
-    pos = torch.zeros_like(counts).index_add_(0, inverse, labels.to(torch.int64))
-    return keys, pos, counts - pos
-
-
-def splitters(ctx: comm.Ctx, keys: torch.Tensor) -> torch.Tensor:
-    """``world - 1`` ascending cut points from up to `SAMPLE` evenly spaced keys of every rank."""
-    take = torch.linspace(0, keys.shape[0] - 1, min(SAMPLE, keys.shape[0]), device=keys.device).round().long()
-    pooled = torch.sort(comm.gather_rows(ctx, keys[take])).values
-    if pooled.shape[0] == 0:
-        return pooled
-    at = torch.arange(1, ctx.world, device=pooled.device) * pooled.shape[0] // ctx.world
-    return pooled[at]
-
-
-def _sample_sort(ctx: comm.Ctx, keys, pos, neg):
-    """This rank's range of the global distinct keys (ascending), equal keys from every rank merged."""
-    dest = torch.searchsorted(splitters(ctx, keys), keys)  # a key equal to a cut goes below it, on every rank
-    keys, counts = comm.route(ctx, [keys, torch.stack([pos, neg], 1)], dest)
-    merged, inverse = torch.unique(keys, sorted=True, return_inverse=True)
-    summed = torch.zeros((merged.shape[0], 2), dtype=torch.int64, device=keys.device).index_add_(0, inverse, counts)
-    return merged, summed[:, 0], summed[:, 1]
 
 
 def _stand_in(metric, base, has_pos: bool, has_neg: bool, hard: bool, device):

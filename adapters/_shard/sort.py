@@ -1,0 +1,62 @@
+"""Distributed sample sort of distinct keys with counts (the exact curves and the rank correlations).
+
+Each rank brings its distinct keys (ascending) with integer counts per key (``(K, C)``). Splitters: up to
+`SAMPLE` evenly spaced keys per rank, ``all_gather``-ed; the ``world - 1`` quantiles of the pooled sample cut
+the key axis into ranges, and a key goes to the range holding it (``searchsorted``), so equal keys from every
+rank meet on one rank: a tie never straddles a range boundary. One `comm.route` of (key, counts); the
+receiver merges equal keys. The per-rank totals (one ``all_gather``) give the counts below each range.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.distributed as dist
+
+from adapters._shard import comm
+
+SAMPLE = 4096  # keys per rank sent to choose the splitters
+
+
+class Range(NamedTuple):
+    keys: torch.Tensor  # this rank's distinct keys, ascending (every rank's ranges ascend with the rank)
+    counts: torch.Tensor  # (K, C) int64, summed over every rank's rows
+    below: torch.Tensor  # (C,) int64: the counts of every key in lower ranges
+    total: torch.Tensor  # (C,) int64: the counts of every key
+    inverse: torch.Tensor  # per received entry: its key's index in ``keys``
+    sources: torch.Tensor  # per received entry: the rank that sent it (`answer` sends results back)
+
+
+def distinct(values: torch.Tensor, counts: torch.Tensor):
+    """Sorted distinct ``values`` with their per-value sums of ``counts`` (``(N, C)`` int64) and the inverse."""
+    keys, inverse = torch.unique(values, sorted=True, return_inverse=True)
+    summed = torch.zeros((keys.shape[0], counts.shape[1]), dtype=torch.int64, device=keys.device)
+    return keys, summed.index_add_(0, inverse, counts.to(torch.int64)), inverse
+
+
+def splitters(ctx: comm.Ctx, keys: torch.Tensor) -> torch.Tensor:
+    """``world - 1`` ascending cut points from up to `SAMPLE` evenly spaced keys of every rank."""
+    take = torch.linspace(0, keys.shape[0] - 1, min(SAMPLE, keys.shape[0]), device=keys.device).round().long()
+    pooled = torch.sort(comm.gather_rows(ctx, keys[take])).values
+    if pooled.shape[0] == 0:
+        return pooled
+    return pooled[torch.arange(1, ctx.world, device=pooled.device) * pooled.shape[0] // ctx.world]
+
+
+def sample_sort(ctx: comm.Ctx, keys: torch.Tensor, counts: torch.Tensor) -> Range:
+    """This rank's range of every rank's distinct ``keys`` (ascending, each rank's own distinct) and counts."""
+    keys, counts = keys.to(ctx.comm), counts.to(ctx.comm)
+    dest = torch.searchsorted(splitters(ctx, keys), keys)  # a key equal to a cut goes below it, on every rank
+    (got, got_counts), sources = comm.route(ctx, [keys, counts], dest, sources=True)
+    merged, summed, inverse = distinct(got, got_counts)
+    mine = summed.sum(0)
+    every = [torch.empty_like(mine) for _ in range(ctx.world)]
+    dist.all_gather(every, mine, group=ctx.group)
+    every = torch.stack(every)
+    return Range(merged, summed, every[: ctx.rank].sum(0), every.sum(0), inverse, sources)
+
+
+def answer(ctx: comm.Ctx, r: Range, per_key: torch.Tensor) -> torch.Tensor:
+    """``per_key`` (one value per key of ``r``) sent back to the ranks that brought each key: every rank gets
+    one value per key it passed to `sample_sort`, in its order (its keys ascend, so do their ranges)."""
+    return comm.route(ctx, [per_key[r.inverse]], r.sources)[0]
