@@ -1,5 +1,5 @@
 """Audio metrics (torchmetrics' functional names and options): the SNR family, BSS-eval SDR,
-permutation-invariant training, STOI/ESTOI (in torch), PESQ, and the
+permutation-invariant training, STOI/ESTOI and SRMR (in torch), PESQ, and the
 model-based DNSMOS and NISQA (the user's networks). See docs/audio.md.
 
 Every metric averages a per-example value over the stream (a float64 sum and
@@ -13,6 +13,7 @@ from fmetrics.audio.pesq import perceptual_evaluation_speech_quality
 from fmetrics.audio.pit import permutation_invariant_training, pit_permutate
 from fmetrics.audio.sdr import signal_distortion_ratio
 from fmetrics.audio.stoi import short_time_objective_intelligibility
+from fmetrics.audio.srmr import speech_reverberation_modulation_energy_ratio
 from fmetrics.audio.snr import (
     complex_scale_invariant_signal_noise_ratio,
     scale_invariant_signal_distortion_ratio,
@@ -34,4 +35,5 @@ __all__ = [
     "signal_distortion_ratio",
     "signal_noise_ratio",
     "source_aggregated_signal_distortion_ratio",
+    "speech_reverberation_modulation_energy_ratio",
 ]
