@@ -131,8 +131,11 @@ def video_multi_method_assessment_fusion(
         >>> preds = (target + 0.05 * torch.randn(2, 3, 4, 32, 32, generator=g)).clamp(0, 1)
         >>> vmaf = fmetrics.video_multi_method_assessment_fusion()
         >>> vmaf(preds, target).round(decimals=2)
-        tensor([[ 80.9400, 101.1500, 100.9500, 100.6400],
-                [ 80.8600, 100.7000, 101.5200, 100.8700]], dtype=torch.float64)
+        tensor([[ 77.4500,  89.4800,  99.7300,  99.0500],
+                [ 80.4900, 103.0000,  84.4300,  95.2900]], dtype=torch.float64)
+        >>> mean = fmetrics.video_multi_method_assessment_fusion(features=True, reduction="mean")
+        >>> round(float(mean(preds, target)["integer_vif_scale0"]), 4)
+        0.5003
     """
     name = "video_multi_method_assessment_fusion"
     c.check_bool(name, "features", features)
