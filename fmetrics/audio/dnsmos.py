@@ -60,7 +60,7 @@ def _horner(coeffs, x: torch.Tensor) -> torch.Tensor:
 
 
 def p808_features(seg: torch.Tensor) -> torch.Tensor:
-    """``(N, 901, 120)`` float32: the P.808 network's input for ``(N, L)`` segments."""
+    """``(N, 900, 120)`` float32: the P.808 network's input for ``(N, L)`` segments."""
     mel = mel_spectrogram(seg[:, :-160], sr=FS, n_fft=321, hop=160, win_length=321, n_mels=120,
                           fmax=FS / 2, power=2.0, pad_mode="constant")
     return ((power_to_db(mel, amin=1e-10, top_db=80.0) + 40) / 40).transpose(1, 2).to(torch.float32)
@@ -102,7 +102,7 @@ def deep_noise_suppression_mean_opinion_score(
       fs: sampling rate of the input in Hz (resampled to 16 kHz when it differs).
       personalized: ``True``: the personalized DNSMOS fits (interfering speakers penalized; pass the pDNSMOS
         ``sig_bak_ovr`` network as ``p835``); ``False``: the plain fits.
-      p808: the P.808 network (``model_v8.onnx``): ``(N, 901, 120)`` float32 log-mel features -> ``(N, 1)``
+      p808: the P.808 network (``model_v8.onnx``): ``(N, 900, 120)`` float32 log-mel features -> ``(N, 1)``
         raw MOS. A torch ``nn.Module`` (run in eval mode under no-grad; never modified) or an onnxruntime
         ``InferenceSession`` (host side: the update syncs, and cannot be compiled or vmapped).
       p835: the P.835 network (``sig_bak_ovr.onnx``): ``(N, 144160)`` float32 16 kHz audio -> ``(N, 3)`` raw
