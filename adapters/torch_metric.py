@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import warnings
-from typing import Any, Mapping, Optional
+from typing import Any, Literal, Mapping, Optional
 
 import torch
 import torch.utils._pytree as pytree
@@ -91,6 +91,11 @@ class TorchMetric(torchmetrics.Metric):
         ``state_dict``, so a checkpoint taken mid-epoch resumes with the data
         seen so far. Default ``False``, as torchmetrics (``.persistent(True)``
         switches it later).
+      sync: how ``compute()`` combines the ranks: ``"gather"`` (default) reduces
+        the state with `adapters.distributed.reduce` (every rank holds all
+        rows), ``"shard"`` computes with `adapters.distributed.finalize`
+        (rows routed, never all on one rank; docs/scaling.md). The value is
+        the same on every rank, so Lightning's ``self.log`` works alike.
       **kwargs: torchmetrics' options: ``dist_sync_on_step``, ``sync_on_compute``,
         ``compute_on_cpu`` (finalize runs on the CPU; chunk states move there
         after each update), ``process_group``, ``compute_with_cache``.
@@ -119,7 +124,8 @@ class TorchMetric(torchmetrics.Metric):
 
     full_state_update = False
 
-    def __init__(self, metric: Metric, *, persistent: bool = False, **kwargs: Any):
+    def __init__(self, metric: Metric, *, persistent: bool = False, sync: Literal["gather", "shard"] = "gather",
+                 **kwargs: Any):
         if not isinstance(metric, Metric):
             raise TypeError(f"TorchMetric: argument `metric` expected a fmetrics.Metric, got {type(metric).__name__}")
         if kwargs.get("dist_sync_fn") is not None:
@@ -127,6 +133,10 @@ class TorchMetric(torchmetrics.Metric):
                              "adapters.distributed.reduce")
         if not isinstance(persistent, bool):
             raise ValueError(f"TorchMetric: argument `persistent` expected a bool, got {persistent!r}")
+        if sync not in ("gather", "shard"):
+            raise ValueError(f"TorchMetric: argument `sync` expected 'gather' or 'shard', got {sync!r}")
+        self._fm_sync = sync
+        self._fm_shard_group = None
         super().__init__(**kwargs)
         self._fm = metric  # pickled and deep-copied by its recipe
         self._fm_recipe = repr(metric)
@@ -338,6 +348,8 @@ class TorchMetric(torchmetrics.Metric):
         state = self._get_state()
         if self.compute_on_cpu:
             state = state_lib.to_device(state, "cpu")
+        if self._fm_sync == "shard" and self._is_synced:  # `_sync_dist` left the local state in place
+            return self._cast(distributed.finalize(self.metric, state, group=self._fm_shard_group))
         return self._cast(self.metric.finalize(state))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -367,6 +379,9 @@ class TorchMetric(torchmetrics.Metric):
         return value
 
     def _sync_dist(self, dist_sync_fn: Optional[Any] = None, process_group: Optional[Any] = None) -> None:
+        if self._fm_sync == "shard":  # compute() finalizes the local states together
+            self._fm_shard_group = process_group or self.process_group
+            return
         self._set_state(distributed.reduce(self.metric, self._get_state(),
                                            group=process_group or self.process_group, purpose="compute"))
 

@@ -312,3 +312,33 @@ def _fallback_body(rank, world):
 @pytest.mark.distributed
 def test_a_metric_without_a_sharded_path_reduces_then_finalizes():
     assert spawn(_fallback_body, 2, timeout=120) == [pytest.approx(1.0, abs=1e-12)] * 2
+
+
+def _torch_metric_body(rank, world):
+    from adapters import TorchMetric
+
+    g = torch.Generator().manual_seed(8)
+    preds, target = torch.rand(300, generator=g), (torch.rand(300, generator=g) < 0.3).long()
+    indexes = torch.randint(0, 40, (300,), generator=g)
+    lo, hi = rank * 300 // world, (rank + 1) * 300 // world
+    out = []
+    for m, data in ((fm.retrieval_normalized_dcg(top_k=5), (preds, target, indexes)), (fm.binary_auroc(), (preds, target))):
+        wrapped = {sync: TorchMetric(m, sync=sync) for sync in ("gather", "shard")}
+        for w in wrapped.values():
+            w.update(*(x[lo:hi] for x in data))
+        out.append((float(wrapped["shard"].compute()), float(wrapped["gather"].compute()), float(m(*data))))
+    return out
+
+
+@pytest.mark.distributed
+def test_torch_metric_sync_shard():
+    for per_metric in spawn(_torch_metric_body, 2, timeout=120):
+        for shard_value, gather_value, one in per_metric:
+            assert math.isclose(shard_value, one, rel_tol=1e-12) and math.isclose(gather_value, one, rel_tol=1e-12)
+
+
+def test_torch_metric_sync_is_checked():
+    from adapters import TorchMetric
+
+    with pytest.raises(ValueError, match="TorchMetric: argument `sync` expected 'gather' or 'shard', got 'all'"):
+        TorchMetric(fm.binary_auroc(), sync="all")
