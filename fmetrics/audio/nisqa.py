@@ -105,7 +105,7 @@ def non_intrusive_speech_quality_assessment(
         >>> g = torch.Generator().manual_seed(0)
         >>> s = m.update(m.init(), torch.rand(2, 16000, generator=g) - 0.5)
         >>> m.finalize(s)
-        tensor([-25.1311, -25.1311, -25.1311, -25.1311, -25.1311], dtype=torch.float64)
+        tensor([-18.4066, -18.4066, -18.4066, -18.4066, -18.4066], dtype=torch.float64)
     """
     name = "non_intrusive_speech_quality_assessment"
     nw.check_fs(name, fs)
