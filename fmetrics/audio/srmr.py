@@ -179,7 +179,7 @@ def _erb_filterbank(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     y = x[:, None, :].expand(-1, c.shape[0], -1)
     den = c[:, 6:9]
     for j in range(1, 5):
-        y = biquad(y, c[:, [0, j, 5]], den).clamp(-1.0, 1.0)
+        y = biquad(y, torch.stack([c[:, 0], c[:, j], c[:, 5]], -1), den).clamp(-1.0, 1.0)
     return y / c[:, 9, None]
 
 
@@ -343,6 +343,8 @@ def speech_reverberation_modulation_energy_ratio(
             raise validation.fail(name, "preds", f"signals (..., time) of at least {min_len} samples (one 256 ms "
                                   f"frame at fs={fs})", f"shape {tuple(preds.shape)}")
         rows = preds.reshape(-1, preds.shape[-1]).to(F64)
+        if rows.shape[0] == 0:  # no example (MKL's FFT rejects an empty batch)
+            return rows.new_zeros(preds.shape[:-1])
         v = srmr_values(rows, fs, constants_on(preds.device), norm, fast)
         return v.reshape(preds.shape[:-1])
 

@@ -318,3 +318,38 @@ CASES += [
     Case("non_intrusive_speech_quality_assessment-48k", fm.non_intrusive_speech_quality_assessment,
          {"fs": 48000, "net": NISQANet()}, _noise(9000, sizes=(1, 2, 0)), check=_MODEL_TOL),
 ]
+
+
+# ---------------------------------------------------------------- SRMR (oracle: torchmetrics' own code, tests/_srmr_oracle.py)
+
+def _speechlike(fs, time, sizes=(2, 1, 0, 2)):
+    """Noise under a slow amplitude modulation (a few Hz, as syllables), plus a decaying echo on some rows."""
+    def batches(seed):
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for n in sizes:
+            t = torch.arange(time, dtype=torch.float64) / fs
+            rate = 2 + 6 * torch.rand(n, 1, generator=g, dtype=torch.float64)
+            x = (1.2 + torch.sin(2 * np.pi * rate * t)) * torch.randn(n, time, generator=g, dtype=torch.float64)
+            echo = torch.rand(n, 1, generator=g, dtype=torch.float64) * 0.8
+            x = x + echo * torch.nn.functional.pad(x, (200, 0))[:, :time]
+            out.append((x * 0.4,))
+        return out
+    return batches
+
+
+def _srmr_ref(fs, **options):
+    def ref(x):
+        from tests._srmr_oracle import srmr
+        return srmr(x, fs, **options).mean().item()
+    return ref
+
+
+_SRMR_TOL = dict(rtol=1e-9, atol=1e-12, reference_rtol=1e-6)
+CASES += [
+    Case("speech_reverberation_modulation_energy_ratio-4k", fm.speech_reverberation_modulation_energy_ratio,
+         {"fs": 4000}, _speechlike(4000, 1200), _srmr_ref(4000), check=_SRMR_TOL),
+    Case("speech_reverberation_modulation_energy_ratio-8k-norm-fast", fm.speech_reverberation_modulation_energy_ratio,
+         {"fs": 8000, "norm": True, "fast": True, "n_cochlear_filters": 12}, _speechlike(8000, 2600),
+         _srmr_ref(8000, norm=True, fast=True, n_cochlear_filters=12), check=_SRMR_TOL),
+]
