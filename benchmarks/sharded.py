@@ -1,0 +1,107 @@
+"""Sharded finalize (`adapters.distributed.finalize`) against the gather path and one sort of a rank's keys.
+
+Each workload spawns ``world`` gloo ranks (127.0.0.1); every rank builds its own state of ``n`` rows
+(`ROWS`, 5e6 by default; ``FMETRICS_BENCH_SHARD_ROWS`` sets it, e.g. 2e7) in 10^5-row updates, not timed,
+then times, after a barrier, on the slower rank:
+
+* ``fmetrics``: ``adapters.distributed.finalize(metric, state)`` (sharded);
+* ``gather``: ``metric.finalize(adapters.distributed.reduce(metric, state))`` (every rank holds all rows);
+* ``torch.sort``: one ``torch.sort`` of as many int64 keys as the rank holds rows.
+
+Extra columns: the value (sharded and gather agree, see tests/test_distributed_sharded.py), the rank's state
+MB, and per rank the growth of peak RSS during each call (``/proc/self/clear_refs``, measured in the child
+processes with large blocks returned on free, as benchmarks/finalize.py does). One timing per contender
+(``once``): the ranks run while the workload is built.
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+import torch
+
+import fmetrics
+from benchmarks.finalize import _exact_rss, _peak_growth, _state_mb
+from benchmarks.registry import Measured, Unsupported, register
+
+CHUNK = 100_000
+ROWS = int(float(os.environ.get("FMETRICS_BENCH_SHARD_ROWS", "5e6")))
+
+
+def _data(name: str, rank: int, world: int, n: int):
+    """``(metric, batches)`` of rank ``rank``: its own random rows (NDCG: 20 rows per query on average, query
+    ids drawn over every rank's range, so queries are split across ranks)."""
+    g = torch.Generator().manual_seed(1000 + rank)
+    if name == "ndcg10":
+        indexes = torch.randint(0, world * n // 20, (n,), generator=g)
+        preds, target = torch.rand(n, generator=g), torch.randint(0, 4, (n,), generator=g)
+        return fmetrics.retrieval_normalized_dcg(top_k=10), (preds, target, indexes)
+    if name == "binary_auroc":
+        target = (torch.rand(n, generator=g) < 0.3).long()
+        return fmetrics.binary_auroc(), (torch.rand(n, generator=g) + 0.5 * target, target)
+    target = torch.randn(n, generator=g)
+    return fmetrics.spearman_corrcoef(), (target + torch.randn(n, generator=g), target)
+
+
+def _timed(fn):
+    import torch.distributed as dist
+
+    dist.barrier()
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _worker(rank: int, world: int, name: str, n: int) -> dict:
+    from adapters import distributed
+
+    metric, columns = _data(name, rank, world, n)
+    state = metric.init()
+    for batch in zip(*(c.split(CHUNK) for c in columns)):
+        state = metric.update(state, *batch)
+    del columns
+    keys = torch.randint(-(2**62), 2**62, (n,), generator=torch.Generator().manual_seed(rank))
+    calls = {"fmetrics": lambda: distributed.finalize(metric, state),
+             "gather": lambda: metric.finalize(distributed.reduce(metric, state)),
+             "torch.sort": lambda: torch.sort(keys).values[:1]}
+    out = {"state MB": _state_mb(state)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for who, call in calls.items():  # timed with glibc's defaults, as a user's run
+            value, seconds = _timed(call)
+            out[who] = {"value": float(value.reshape(-1)[0]), "s": seconds}
+        _exact_rss()
+        for who, call in calls.items():
+            _timed(lambda: None)
+            out[who]["peak MB"] = _peak_growth(call, torch.device("cpu"))[1]
+    return out
+
+
+def _workload(name: str, world: int):
+    def build(quick: bool, device="cpu"):
+        if torch.device(device).type != "cpu":
+            raise Unsupported("the sharded workloads spawn gloo processes on the CPU")
+        from tests._dist import spawn
+
+        ranks = spawn(_worker, world, name, ROWS, timeout=1800)
+
+        def contender(who):
+            slow = max(r[who]["s"] for r in ranks)
+            extra = {"peak MB": max(r[who]["peak MB"] or 0 for r in ranks),
+                     "state MB": round(max(r["state MB"] for r in ranks), 1)}
+            if who != "torch.sort":
+                extra = {"value": ranks[0][who]["value"], **extra}
+            return lambda: Measured(world * ROWS, extra=extra, seconds=slow, once=True)
+
+        return {who: contender(who) for who in ("fmetrics", "gather", "torch.sort")}
+
+    register(f"finalize/{name}_sharded_{world}ranks", domain="finalize", samples=lambda quick: world * ROWS,
+             peers=("gather", "torch.sort"), full_only=f"it spawns {world} gloo processes",
+             description=f"{name} sharded finalize over {world} gloo ranks of {ROWS:.0e} rows each vs the gather "
+                         "path and one sort of a rank's keys")(build)
+
+
+for _name in ("ndcg10", "binary_auroc", "spearman"):
+    for _world in (2, 4):
+        _workload(_name, _world)
