@@ -141,3 +141,61 @@ def pesq_workload(quick: bool, device="cpu"):
     tn, pn = t.double().numpy(), p.double().numpy()
     return {"fmetrics": fmetrics_run(m, on_device([(p, t)], device)),  # PESQ itself runs on the host
             "pesq": lambda: float(np.mean([pesq.pesq(FS, a, b, "wb") for a, b in zip(tn, pn)]))}
+
+
+def _patched(module, attr, value, fn):
+    """``fn`` run with ``module.attr`` set to ``value`` (torchmetrics' model loaders, for the same network)."""
+    def run():
+        old = getattr(module, attr)
+        setattr(module, attr, value)
+        try:
+            return fn()
+        finally:
+            setattr(module, attr, old)
+    return run
+
+
+@register("audio/deep_noise_suppression_mean_opinion_score", domain="audio", samples=lambda quick: 2 if quick else 8,
+          peers=("torchmetrics",), tolerance=1e-4,
+          description="DNSMOS of 8 noisy signals x 10 s at 16 kHz (2 hops each) with Microsoft's ONNX models from "
+                      "the speechmos wheel, the same sessions in both (2 with --quick)")
+def dnsmos_workload(quick: bool, device="cpu"):
+    import os
+
+    import onnxruntime as ort
+    import speechmos.dnsmos
+    import torchmetrics.functional.audio.dnsmos as tmd
+
+    root = os.path.dirname(speechmos.dnsmos.__file__)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = opts.inter_op_num_threads = 1
+    p808, p835 = (ort.InferenceSession(os.path.join(root, "dnsmos_models", f), opts, providers=["CPUExecutionProvider"])
+                  for f in ("model_v8.onnx", "sig_bak_ovr.onnx"))
+    x, _ = _pair(2 if quick else 8, seed=3)
+    x = torch.cat([x, x[:, :FS * 10 - T]], -1).clamp(-1, 1)[:, :FS * 10]
+    m = fmetrics.audio.deep_noise_suppression_mean_opinion_score(fs=FS, personalized=False, p808=p808, p835=p835)
+    load = lambda path, *a, **k: p808 if "model_v8" in path else p835  # noqa: E731
+    return {"fmetrics": fmetrics_run(m, on_device([(x,)], device)),
+            "torchmetrics": _patched(tmd, "_cached_load_session", load,
+                                     lambda: tmd.deep_noise_suppression_mean_opinion_score(x, FS, False).mean(0))}
+
+
+@register("audio/non_intrusive_speech_quality_assessment", domain="audio", samples=lambda quick: 2 if quick else 8,
+          peers=("torchmetrics",), tolerance=1e-4,
+          description="NISQA of 8 noisy signals x 4 s at 16 kHz with torchmetrics' full-size NISQA network (random "
+                      "weights: no checkpoint here), the same module in both (2 with --quick)")
+def nisqa_workload(quick: bool, device="cpu"):
+    import torchmetrics.functional.audio.nisqa as tmn
+
+    args = dict(ms_n_fft=4096, ms_hop_length=0.01, ms_win_length=0.02, ms_n_mels=48, ms_fmax=20000,
+                ms_seg_length=15, ms_seg_hop_length=4, ms_max_segments=1300, cnn_c_out_1=16, cnn_c_out_2=32,
+                cnn_c_out_3=64, cnn_kernel_size=(3, 3), cnn_dropout=0.2, cnn_pool_1=(24, 7), cnn_pool_2=(12, 5),
+                cnn_pool_3=(6, 3), td_sa_d_model=64, td_sa_nhead=1, td_sa_h=64, td_sa_num_layers=2,
+                td_sa_dropout=0.1, pool_att_h=128, pool_att_dropout=0.1)
+    torch.manual_seed(0)
+    net = tmn._NISQADIM(args).eval()
+    x, _ = _pair(2 if quick else 8, seed=4)
+    m = fmetrics.audio.non_intrusive_speech_quality_assessment(fs=FS, net=net)
+    return {"fmetrics": fmetrics_run(m, on_device([(x,)], device)),
+            "torchmetrics": _patched(tmn, "_load_nisqa_model", lambda: (net, args),
+                                     lambda: tmn.non_intrusive_speech_quality_assessment(x, FS).double().mean(0))}
