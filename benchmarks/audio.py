@@ -199,3 +199,39 @@ def nisqa_workload(quick: bool, device="cpu"):
     return {"fmetrics": fmetrics_run(m, on_device([(x,)], device)),
             "torchmetrics": _patched(tmn, "_load_nisqa_model", lambda: (net, args),
                                      lambda: tmn.non_intrusive_speech_quality_assessment(x, FS).double().mean(0))}
+
+
+def _speech(n: int, seconds: float, fs: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(7)
+    t = torch.arange(int(seconds * fs), dtype=torch.float64) / fs
+    rate = 2 + 6 * torch.rand(n, 1, generator=g, dtype=torch.float64)
+    return (1.1 + torch.sin(2 * math.pi * rate * t)) * torch.randn(n, t.shape[0], generator=g, dtype=torch.float64) * 0.3
+
+
+@register("audio/speech_reverberation_modulation_energy_ratio", domain="audio",
+          samples=lambda quick: 2 if quick else 4, peers=("torchmetrics", "torchmetrics (SciPy lfilter)"),
+          tolerance=1e-6,
+          description="SRMR (23 gammatone channels, 8 modulation bands) of 4 float64 signals x 2 s at 16 kHz "
+                      "(2 x 1 s with --quick)")
+def srmr(quick: bool, device="cpu"):
+    n, seconds = (2, 1.0) if quick else (4, 2.0)
+    hx = _speech(n, seconds, 16000)
+    (x,) = on_device((hx,), device)
+    runs = {"fmetrics": fmetrics_run(fmetrics.audio.speech_reverberation_modulation_energy_ratio(fs=16000), [(x,)])}
+    try:  # torchmetrics' SRMR as shipped: needs torchaudio and gammatone
+        import gammatone  # noqa: F401
+        import torchaudio  # noqa: F401
+        from torchmetrics.functional.audio import speech_reverberation_modulation_energy_ratio as tm_srmr
+
+        runs["torchmetrics"] = lambda: tm_srmr(x, 16000).double().mean()
+    except ImportError:
+        pass
+    try:  # without torchaudio: torchmetrics' code with SciPy's lfilter in torchaudio's place (tests/_srmr_oracle.py)
+        import gammatone  # noqa: F401
+
+        from tests._srmr_oracle import srmr as shimmed
+
+        runs["torchmetrics (SciPy lfilter)"] = lambda: shimmed(hx, 16000).mean()
+    except ImportError:
+        pass
+    return runs
