@@ -191,3 +191,42 @@ def test_transformers_bad_config_and_input():
         m.update(s, torch.tensor([0.1, 0.2]), torch.tensor([0, 3]))
     torch.testing.assert_close(m.finalize(m.update(s, torch.tensor([0.9]), torch.tensor([0]))),
                                torch.tensor(1.0, dtype=torch.float64))
+
+
+class ClipLike(torch.nn.Module):
+    """A CLIP-style network (``get_image_features`` / ``get_text_features``) counting its calls."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.img, self.txt = torch.nn.Linear(12, 5), torch.nn.Embedding(10, 5)
+        self.calls = [0]
+
+    def get_image_features(self, pixel_values):
+        self.calls[0] += 1
+        return self.img(pixel_values.flatten(1))
+
+    def get_text_features(self, input_ids, attention_mask):
+        return self.txt(input_ids).mean(1)
+
+
+def clip_processor(text=None, images=None, **kwargs):
+    if images is not None:
+        return {"pixel_values": torch.stack([i.float() for i in images])}
+    return {"input_ids": torch.tensor([[len(t) % 10, 3] for t in text]), "attention_mask": torch.ones(len(text), 2)}
+
+
+def test_feature_share_with_clip_score_members():
+    model = ClipLike()
+    members = {"clip": fm.clip_score(model=model, processor=clip_processor),
+               "clip_pair": fm.clip_score(model=model, processor=clip_processor, clamp="pair")}
+    imgs, texts = torch.rand(4, 3, 2, 2), ["a cat", "two dogs", "x", "a red car"]
+    fs = W.feature_share(members)
+    got = fs(imgs, texts)
+    for k, m in members.items():
+        torch.testing.assert_close(got[k], m(imgs, texts))
+    # the members' processors make their own pixel tensors, so each member runs the image tower itself
+    # (by identity, as torchmetrics' cache, which does not even see get_image_features)
+    model.calls[0] = 0
+    fs(imgs, texts)
+    assert model.calls[0] == 2

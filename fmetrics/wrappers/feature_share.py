@@ -25,7 +25,7 @@ __all__ = ["feature_share", "SharedNetwork"]
 
 
 class _Memo:
-    """Outputs of the shared networks during one update: ``(network id, inputs, output)``, newest last."""
+    """Outputs of the shared networks during one update: ``(network id[, method], inputs, output)``, newest last."""
 
     def __init__(self, size: int):
         self.size, self.active, self.entries = size, False, []
@@ -51,6 +51,18 @@ class SharedNetwork(torch.nn.Module):
 
     def forward(self, *args):
         return self.memo.call(self.ident, self.net, args)
+
+    def __getattr__(self, attr: str):
+        """The network's other attributes; its methods (CLIP's ``get_image_features``, ...) behind the memo too."""
+        try:
+            return super().__getattr__(attr)  # parameters, buffers, submodules (``net``)
+        except AttributeError:
+            net = super().__getattr__("net")
+            value = getattr(net, attr)
+            if attr.startswith("_") or not callable(value) or isinstance(value, torch.nn.Module):
+                return value
+            memo, ident = self.__dict__["memo"], (self.__dict__["ident"], attr)
+            return lambda *args: memo.call(ident, value, args)
 
 
 @factory
