@@ -32,6 +32,7 @@ RETRIEVAL = [
 CURVES = [("binary_auroc", {}), ("binary_average_precision", {}), ("binary_auroc", dict(ignore_index=-1)),
           ("binary_average_precision", dict(ignore_index=-1))]
 SPEARMAN = [dict(), dict(num_outputs=3)]
+KENDALL = [dict(), dict(variant="a", t_test=True), dict(variant="c", num_outputs=2, t_test=True, alternative="less")]
 SCENARIOS = ("uneven", "empty_rank", "one_rank")
 
 
@@ -128,6 +129,15 @@ def _body(rank, world, seed):
                 rng = random.Random(f"{seed}/s{i}/{j}/{k}")
                 data = _pairs_data(seed * 1000 + i * 100 + j * 10 + k, kind, kw.get("num_outputs", 1))
                 out.append((f"spearman{kw}/{kind}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
+    for i, kw in enumerate(KENDALL):
+        m = fm.kendall_rank_corrcoef(**kw)
+        for j, kind in enumerate(("random", "ties", "one_key", "constant_target")):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/k{i}/{j}/{k}")
+                data = _pairs_data(seed * 1000 + i * 100 + j * 10 + k + 7, kind, kw.get("num_outputs", 1))
+                for value, one, *warned in [_run(m, data, world, rank, scenario, rng)]:
+                    for part, (v, o) in enumerate(zip(value, one) if isinstance(value, tuple) else [(value, one)]):
+                        out.append((f"kendall{kw}/{kind}/{scenario}/{part}", v, o, *warned))
     return out
 
 
@@ -209,19 +219,21 @@ def _oracle_body(rank, world):
         out.append(float(distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))))
     x = torch.round(torch.randn(900, generator=g) * 3)  # heavy ties in both columns
     y = torch.round(x / 2 + torch.randn(900, generator=g))
-    m = fm.spearman_corrcoef()
-    out.append(float(distributed.finalize(m, m.update(m.init(), x[lo:hi], y[lo:hi]))))
+    for m in (fm.spearman_corrcoef(), fm.kendall_rank_corrcoef(), fm.kendall_rank_corrcoef(variant="c")):
+        out.append(float(distributed.finalize(m, m.update(m.init(), x[lo:hi], y[lo:hi]))))
     return out, preds, target, x, y
 
 
 @pytest.mark.distributed
 def test_sharded_values_match_sklearn_and_scipy():
-    from scipy.stats import spearmanr
+    from scipy.stats import kendalltau, spearmanr
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     results = spawn(_oracle_body, 3, timeout=120)
-    (auroc, ap, rho), preds, target, x, y = results[0]
+    (auroc, ap, rho, tau_b, tau_c), preds, target, x, y = results[0]
     assert math.isclose(rho, spearmanr(x.numpy(), y.numpy()).statistic, rel_tol=1e-12)
+    assert math.isclose(tau_b, kendalltau(x.numpy(), y.numpy()).statistic, rel_tol=1e-12)
+    assert math.isclose(tau_c, kendalltau(x.numpy(), y.numpy(), variant="c").statistic, rel_tol=1e-12)
     assert math.isclose(auroc, roc_auc_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
     assert math.isclose(ap, average_precision_score(target.numpy(), preds.numpy()), rel_tol=1e-12)
 
@@ -292,7 +304,8 @@ def test_shardable_names_the_sharded_metrics():
     assert not distributed.shardable(fm.binary_auroc(thresholds=10))
     assert not distributed.shardable(fm.retrieval_precision_recall_curve(max_k=3))
     assert distributed.shardable(fm.spearman_corrcoef(num_outputs=2))
-    assert not distributed.shardable(fm.kendall_rank_corrcoef())
+    assert distributed.shardable(fm.kendall_rank_corrcoef(variant="c"))
+    assert not distributed.shardable(fm.multiclass_auroc(num_classes=3))
     assert not distributed.shardable(fm.mean())
 
 
@@ -303,15 +316,17 @@ def test_one_process_is_plain_finalize():
 
 
 def _fallback_body(rank, world):
-    m = fm.kendall_rank_corrcoef()
-    x = torch.arange(10.0) + rank * 10
-    s = m.update(m.init(), x, x ** 2)
-    return float(distributed.finalize(m, s))
+    m = fm.multiclass_auroc(num_classes=3)
+    g = torch.Generator().manual_seed(4)
+    preds, target = torch.rand(60, 3, generator=g).softmax(1), torch.randint(0, 3, (60,), generator=g)
+    lo, hi = rank * 60 // world, (rank + 1) * 60 // world
+    return float(distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))), float(m(preds, target))
 
 
 @pytest.mark.distributed
 def test_a_metric_without_a_sharded_path_reduces_then_finalizes():
-    assert spawn(_fallback_body, 2, timeout=120) == [pytest.approx(1.0, abs=1e-12)] * 2
+    for got, one in spawn(_fallback_body, 2, timeout=120):
+        assert math.isclose(got, one, rel_tol=1e-12)
 
 
 def _torch_metric_body(rank, world):

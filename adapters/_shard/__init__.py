@@ -4,17 +4,17 @@
 
 * retrieval members (MAP, NDCG, MRR, precision, recall, ... with any aggregation): `retrieval`;
 * exact binary AUROC (``max_fpr=None``) and binary average precision: `curves`;
-* `spearman_corrcoef` (states without NaN / inf): `spearman`;
+* `spearman_corrcoef` and `kendall_rank_corrcoef` (states without NaN / inf): `spearman`, `kendall`;
 * anything else: ``metric.finalize(reduce(metric, state))`` (today's gather path; for sum / min / max
   states that is already O(1) per rank). `shardable` tells which path a metric takes.
 """
 from __future__ import annotations
 
-from adapters._shard import comm, curves, retrieval, spearman
+from adapters._shard import comm, curves, kendall, retrieval, spearman
 
 __all__ = ["finalize", "shardable"]
 
-_PATHS = (retrieval, curves, spearman)
+_PATHS = (retrieval, curves, spearman, kendall)
 
 
 def shardable(metric) -> bool:

@@ -25,6 +25,28 @@ def applies(metric) -> bool:
 
 
 def finalize(ctx: comm.Ctx, metric, state, reduce):
+    joined = columns(ctx, metric, state, reduce)
+    if not isinstance(joined, tuple):
+        return joined  # the gather path's value
+    x, y, n, device = joined
+    mid = (n + 1) / 2
+    sums = []
+    for j in range(x.shape[1]):
+        cx, cy = average_ranks(ctx, x[:, j]) - mid, average_ranks(ctx, y[:, j]) - mid
+        sums.append(torch.stack([(cx * cy).sum(), (cx * cx).sum(), (cy * cy).sum()]))
+    sums = torch.stack(sums)
+    dist.all_reduce(sums, group=ctx.group)
+    cov, m2x, m2y = sums.unbind(1)
+    value = metric.finalize(stand_in(metric, m2x == 0, m2y == 0, x.shape[1], device))
+    rho = torch.clamp(cov / (torch.sqrt(m2x) * torch.sqrt(m2y)), -1, 1)
+    rho = torch.where((m2x == 0) | (m2y == 0), torch.nan, rho)
+    rho = rho.to(device=value.device, dtype=value.dtype)
+    return rho[0] if x.shape[1] == 1 else rho
+
+
+def columns(ctx: comm.Ctx, metric, state, reduce):
+    """``(x, y, n, device)``: this rank's ``(N, D)`` columns on the comm device in every rank's promoted dtypes
+    and the global row count; or the gather path's value, for a state with NaN / inf or fewer than 2 rows."""
     width = metric.recipe.arguments["num_outputs"]
     reduce(metric, state._replace(preds=(), target=()))  # every rank checks the metric and the layout
     device = next((c.device for c in state.preds), torch.device("cpu"))
@@ -34,24 +56,9 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     flags = torch.tensor([x.shape[0], int((~(torch.isfinite(x) & torch.isfinite(y))).sum())], device=ctx.comm)
     dist.all_reduce(flags, group=ctx.group)
     n, nonfinite = int(flags[0]), int(flags[1])
-    if nonfinite:
+    if nonfinite or n < 2:  # nan_strategy / at most one row: as one process, on the gathered rows
         return metric.finalize(reduce(metric, state))
-    if n < 2:  # one process's value of at most one row (NaN, a warning): those rows, gathered
-        return metric.finalize(reduce(metric, state))
-    x, y = x.to(ctx.comm, dx), y.to(ctx.comm, dy)
-    mid = (n + 1) / 2
-    sums = []
-    for j in range(width):
-        cx, cy = average_ranks(ctx, x[:, j]) - mid, average_ranks(ctx, y[:, j]) - mid
-        sums.append(torch.stack([(cx * cy).sum(), (cx * cx).sum(), (cy * cy).sum()]))
-    sums = torch.stack(sums)
-    dist.all_reduce(sums, group=ctx.group)
-    cov, m2x, m2y = sums.unbind(1)
-    value = metric.finalize(_stand_in(metric, m2x == 0, m2y == 0, width, device))
-    rho = torch.clamp(cov / (torch.sqrt(m2x) * torch.sqrt(m2y)), -1, 1)
-    rho = torch.where((m2x == 0) | (m2y == 0), torch.nan, rho)
-    rho = rho.to(device=value.device, dtype=value.dtype)
-    return rho[0] if width == 1 else rho
+    return x.to(ctx.comm, dx), y.to(ctx.comm, dy), n, device
 
 
 def average_ranks(ctx: comm.Ctx, v: torch.Tensor) -> torch.Tensor:
@@ -63,7 +70,7 @@ def average_ranks(ctx: comm.Ctx, v: torch.Tensor) -> torch.Tensor:
     return sort.answer(ctx, r, avg)[inverse]
 
 
-def _stand_in(metric, const_x: torch.Tensor, const_y: torch.Tensor, width: int, device):
+def stand_in(metric, const_x: torch.Tensor, const_y: torch.Tensor, width: int, device):
     """Two rows, a column constant where the global column is: the metric's finalize of it warns as the global
     data's would."""
     xs = torch.stack([torch.zeros(width), torch.where(const_x.cpu(), 0.0, 1.0)])
