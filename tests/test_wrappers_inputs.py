@@ -230,3 +230,25 @@ def test_feature_share_with_clip_score_members():
     model.calls[0] = 0
     fs(imgs, texts)
     assert model.calls[0] == 2
+
+
+def test_feature_share_lpips_members_share_both_image_passes():
+    class Maps(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(2)
+            self.conv, self.calls = torch.nn.Conv2d(3, 4, 1), [0]
+
+        def forward(self, x):
+            self.calls[0] += 1
+            return [self.conv(x), self.conv(x).relu()]
+
+    net = Maps()
+    members = {"mean": fm.learned_perceptual_image_patch_similarity(net=net),
+               "sum": fm.learned_perceptual_image_patch_similarity(net=net, reduction="sum")}
+    a, b = torch.rand(5, 3, 4, 4) * 2 - 1, torch.rand(5, 3, 4, 4) * 2 - 1
+    fs = W.feature_share(members)
+    got = fs(a, b)
+    assert net.calls[0] == 2  # img1 and img2 once each, for both members
+    for k, m in members.items():
+        torch.testing.assert_close(got[k], m(a, b), rtol=0, atol=0)
