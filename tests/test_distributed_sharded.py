@@ -329,6 +329,33 @@ def test_a_metric_without_a_sharded_path_reduces_then_finalizes():
         assert math.isclose(got, one, rel_tol=1e-12)
 
 
+def _collection_body(rank, world):
+    c = fm.collection({"map": fm.retrieval_map(), "ndcg": fm.retrieval_normalized_dcg(top_k=5),
+                       "prec": fm.retrieval_precision(top_k=3, aggregation="none"),
+                       "auroc": fm.retrieval_auroc()}, prefix="val/")
+    data = _retrieval_data(77, graded=True, ignore=False)
+    data = (data[0], data[1].clamp(max=1), data[2])
+    rng = random.Random(5)
+    cuts = _cuts(data[0].shape[0], world, "uneven", rng)
+    states = [_local_state(c, data, cuts[r], (cuts[r] + cuts[r + 1]) // 2, cuts[r + 1]) for r in range(world)]
+    one = states[0]
+    for other in states[1:]:
+        one = c.merge(one, other)
+    with count_collectives() as counts:
+        got = distributed.finalize(c, states[rank])
+    return got, c.finalize(one), counts["ops"].get("all_to_all_single", 0)
+
+
+@pytest.mark.distributed
+def test_a_retrieval_collection_routes_its_rows_once():
+    results = spawn(_collection_body, 3, timeout=120)
+    for got, one, all_to_all in results:
+        assert got.keys() == one.keys() == {"val/map", "val/ndcg", "val/prec", "val/auroc"}
+        assert all(_close(got[k], one[k]) for k in got), (got, one)
+        assert all_to_all == 4  # counts + 3 payload columns: one routing for the four members
+    assert distributed.shardable(fm.collection({"map": fm.retrieval_map(), "m": fm.mean()}))
+
+
 def _torch_metric_body(rank, world):
     from adapters import TorchMetric
 

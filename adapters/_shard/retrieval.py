@@ -15,6 +15,7 @@ state without its rows, so every rank reports a deferred error alike.
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -40,28 +41,49 @@ def owner(query: torch.Tensor, world: int) -> torch.Tensor:
     return torch.remainder((query * _MIX) >> 20, world)
 
 
-def finalize(ctx: comm.Ctx, metric, state, reduce):
-    args = metric.recipe.arguments
-    ignore_index, action, aggregation = args["ignore_index"], args["empty_target_action"], args["aggregation"]
+class Shard(NamedTuple):
+    """This rank's queries, whole: the state of their rows (with every rank's value records), or ``None`` when no
+    rank has rows (then ``base``, the rowless state, gives the one-process empty value)."""
+
+    base: object
+    state: object
+
+
+def prepare(ctx: comm.Ctx, metric, state, reduce) -> Shard:
+    """Routes the rows to the ranks owning their queries (once for every retrieval member sharing ``state``)."""
     base = reduce(metric, state._replace(preds=(), target=(), indexes=()))
     device = base.bad_index.count.device
     local = [cat_chunks(state.preds, torch.empty(0, device=device)),
              cat_chunks(state.target, torch.empty(0, device=device)),
              cat_chunks(state.indexes, torch.empty(0, dtype=torch.int64, device=device))]
     dtypes = comm.promoted(ctx, [x.dtype if state.preds else None for x in local[:2]])
-    if dtypes[0] is None:  # no rank has rows: the one-process value of an empty state (NaN, a warning)
-        return metric.finalize(base)
+    if dtypes[0] is None:
+        return Shard(base, None)
     local[:2] = [x.to(d) for x, d in zip(local[:2], dtypes)]
-    preds, target, query = route(ctx, local)
-    shard = base._replace(preds=(preds.to(device),), target=(target.to(device),), indexes=(query.to(device),))
+    rows = route(ctx, local)
+    return Shard(base, base._replace(**{f: (x.to(device),) for f, x in zip(("preds", "target", "indexes"), rows)}))
+
+
+def finalize(ctx: comm.Ctx, metric, state, reduce):
+    return value(ctx, metric, prepare(ctx, metric, state, reduce))
+
+
+def value(ctx: comm.Ctx, metric, shard: Shard):
+    """The member's value over every rank's queries from this rank's `Shard`."""
+    args = metric.recipe.arguments
+    ignore_index, action, aggregation = args["ignore_index"], args["empty_target_action"], args["aggregation"]
+    if shard.state is None:  # no rank has rows: the one-process value of an empty state (NaN, a warning)
+        return metric.finalize(shard.base)
+    base, (preds,), (target,), (query,) = shard.base, shard.state.preds, shard.state.target, shard.state.indexes
+    device = preds.device
     per_query = metric.recipe.call(aggregation="none")
 
     def local_values():
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            values = per_query.finalize(shard)
+            values = per_query.finalize(shard.state)
         kept = query if ignore_index is None else query[target != ignore_index]
-        ids = torch.unique(kept.to(device))
+        ids = torch.unique(kept)
         if ids.shape[0] != values.shape[0]:
             raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values.shape[0]} per-query values "
                                f"for {ids.shape[0]} queries (internal error)")
@@ -81,8 +103,7 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     order = torch.argsort(every_ids)
     every, every_skipped = every[order], comm.gather_rows(ctx, skipped)[order]
     if every.shape[0] == 0:
-        return metric.finalize(base._replace(preds=(preds[:0].to(device),), target=(target[:0].to(device),),
-                                             indexes=(query[:0].to(device),)))
+        return metric.finalize(base._replace(preds=(preds[:0],), target=(target[:0],), indexes=(query[:0],)))
     return _base.aggregate(metric.name, every.to(device), every_skipped.to(device), aggregation)
 
 
