@@ -256,6 +256,35 @@ def test_an_error_on_one_rank_raises_on_every_rank():
     assert all(msg is not None and "retrieval_map" in msg and "no relevant" in msg for msg in messages), messages
 
 
+def _deferred_body(rank, world):
+    """Rank 1 records a broken value rule (deferred, as on a GPU); every rank must raise that metric's error."""
+    bad = rank == 1
+    cases = [
+        (fm.retrieval_map(), (torch.tensor([0.2, 0.5]), torch.tensor([1, 0]), torch.tensor([-3 if bad else 1, 2]))),
+        (fm.binary_auroc(), (torch.tensor([0.2, 0.5]), torch.tensor([1, 5 if bad else 0]))),
+        (fm.kendall_rank_corrcoef(), (torch.tensor([0.2, 0.5, 0.1]), torch.tensor([1.0, math.nan if bad else 2, 0]))),
+    ]
+    out = []
+    for m, inputs in cases:
+        with fm.validation.mode("deferred"):
+            s = m.update(m.init(), *inputs)
+        try:
+            distributed.finalize(m, s)
+            out.append(None)
+        except ValueError as err:
+            out.append(str(err))
+    return out
+
+
+@pytest.mark.distributed
+def test_a_deferred_error_on_one_rank_raises_on_every_rank():
+    per_rank = spawn(_deferred_body, 2, timeout=120)
+    for i, name in enumerate(("retrieval_map", "binary_auroc", "kendall_rank_corrcoef")):
+        messages = [r[i] for r in per_rank]
+        assert all(msg is not None and msg.startswith(name) for msg in messages), messages
+        assert messages[0] == messages[1]
+
+
 def _mismatch_body(rank, world):
     m = fm.retrieval_map() if rank == 0 else fm.retrieval_mrr(ignore_index=-1)
     s = m.update(m.init(), torch.rand(4), torch.tensor([1, 0, 1, 0]), torch.tensor([0, 0, 1, 1]))
@@ -364,7 +393,8 @@ def _torch_metric_body(rank, world):
     indexes = torch.randint(0, 40, (300,), generator=g)
     lo, hi = rank * 300 // world, (rank + 1) * 300 // world
     out = []
-    for m, data in ((fm.retrieval_normalized_dcg(top_k=5), (preds, target, indexes)), (fm.binary_auroc(), (preds, target))):
+    for m, data in ((fm.retrieval_normalized_dcg(top_k=5), (preds, target, indexes)),
+                    (fm.binary_auroc(), (preds, target))):
         wrapped = {sync: TorchMetric(m, sync=sync) for sync in ("gather", "shard")}
         for w in wrapped.values():
             w.update(*(x[lo:hi] for x in data))

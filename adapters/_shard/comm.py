@@ -21,7 +21,8 @@ class Ctx(NamedTuple):
 
 
 def context(group) -> Ctx:
-    comm = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else torch.device("cpu")
+    nccl = dist.get_backend(group) == "nccl"
+    comm = torch.device("cuda", torch.cuda.current_device()) if nccl else torch.device("cpu")
     return Ctx(group, dist.get_rank(group), dist.get_world_size(group), comm)
 
 
