@@ -49,8 +49,7 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     if dtype is None:
         return metric.finalize(base)
     scores, labels = spec._binary_kept(scores.to(dtype), codes)  # as one process decodes the joined chunks
-    labels = labels.to(ctx.comm, torch.int64)
-    keys, counts, _ = sort.distinct(scores.to(ctx.comm), torch.stack([labels, 1 - labels], 1))
+    keys, counts = sort.distinct_labels(scores.to(ctx.comm), labels.to(ctx.comm))
     r = sort.sample_sort(ctx, keys, counts)  # keys travel in the scores' dtype
     keys, pos, neg = r.keys.double(), r.counts[:, 0], r.counts[:, 1]
     n_pos, n_neg = (int(v) for v in r.total)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -28,10 +29,49 @@ class Range(NamedTuple):
 
 
 def distinct(values: torch.Tensor, counts: torch.Tensor):
-    """Sorted distinct ``values`` with their per-value sums of ``counts`` (``(N, C)`` int64) and the inverse."""
-    keys, inverse = torch.unique(values, sorted=True, return_inverse=True)
+    """Sorted distinct ``values`` with their per-value sums of ``counts`` (``(N, C)`` int64) and the inverse.
+
+    On the CPU a stable numpy argsort (a run-merging sort: the blocks a route delivers are sorted runs)."""
+    if values.device.type != "cpu":
+        keys, inverse = torch.unique(values, sorted=True, return_inverse=True)
+    else:
+        a = values.numpy()
+        order = np.argsort(a, kind="stable")
+        ordered = a[order]
+        new = np.empty(ordered.shape, dtype=bool)
+        new[:1] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        group = np.cumsum(new) - 1
+        inverse_np = np.empty_like(group)
+        inverse_np[order] = group
+        keys, inverse = torch.from_numpy(ordered[new]), torch.from_numpy(inverse_np)
     summed = torch.zeros((keys.shape[0], counts.shape[1]), dtype=torch.int64, device=keys.device)
     return keys, summed.index_add_(0, inverse, counts.to(torch.int64)), inverse
+
+
+def distinct_labels(scores: torch.Tensor, labels: torch.Tensor):
+    """`distinct` of scores with ``(positives, negatives)`` counts, without an inverse: float32 CPU scores as
+    packed int64 keys ``(order-preserving score bits << 1) | label`` sorted in place by numpy (-0.0 as 0.0)."""
+    if scores.dtype != torch.float32 or scores.device.type != "cpu":
+        labels = labels.to(torch.int64)
+        keys, counts, _ = distinct(scores, torch.stack([labels, 1 - labels], 1))
+        return keys, counts
+    bits = (scores + 0.0).numpy().view(np.int32).astype(np.int64)
+    bits ^= (bits >> 31) & 0x7FFFFFFF  # negative floats: magnitude bits flipped, so integer order = float order
+    packed = (bits << 1) | labels.numpy().astype(np.int64)
+    del bits
+    packed.sort()
+    key = packed >> 1
+    new = np.empty(key.shape, dtype=bool)
+    new[:1] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    rows = np.diff(np.append(starts, key.shape[0]))
+    pos = np.add.reduceat(packed & 1, starts) if starts.shape[0] else np.zeros(0, dtype=np.int64)
+    key = key[starts]
+    key ^= (key >> 31) & 0x7FFFFFFF
+    keys = torch.from_numpy(key.astype(np.int32).view(np.float32))
+    return keys, torch.from_numpy(np.stack([pos, rows - pos], 1))
 
 
 def splitters(ctx: comm.Ctx, keys: torch.Tensor) -> torch.Tensor:
