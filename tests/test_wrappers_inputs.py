@@ -252,3 +252,25 @@ def test_feature_share_lpips_members_share_both_image_passes():
     assert net.calls[0] == 2  # img1 and img2 once each, for both members
     for k, m in members.items():
         torch.testing.assert_close(got[k], m(a, b), rtol=0, atol=0)
+
+
+def test_feature_share_normalize_members_share_one_scaled_batch():
+    net = CountingNet()
+    members = {"fid": fm.frechet_inception_distance(feature=net, normalize=True),
+               "kid": fm.kernel_inception_distance(feature=net, subsets=1, subset_size=12, normalize=True),
+               "is": fm.inception_score(feature=net, splits=1, normalize=True).from_output("imgs"),
+               "fid_raw": fm.frechet_inception_distance(feature=net)}  # reads the images unscaled: its own pass
+    fs = W.feature_share({k: m if k == "is" else m.from_output("imgs", "real") for k, m in members.items()})
+    g = torch.Generator().manual_seed(0)
+    real, fake = torch.rand(12, 3, 2, 2, generator=g), torch.rand(12, 3, 2, 2, generator=g) ** 2
+    s = fs.update(fs.init(), {"imgs": real, "real": True})
+    s = fs.update(s, {"imgs": fake, "real": False})
+    assert net.calls[0] == 4  # per batch: one pass on the scaled images (3 members), one on the raw ones
+    got = fs.finalize(s)
+    for k, m in members.items():
+        inputs = [({"imgs": real},), ({"imgs": fake},)] if k == "is" else [(real, True), (fake, False)]
+        st = m.init()
+        for x in inputs:
+            st = m.update(st, *x)
+        want = m.finalize(st)
+        torch.testing.assert_close(got[k], want, rtol=0, atol=0)

@@ -19,7 +19,8 @@ import torch
 from fmetrics import validation
 from fmetrics.collection import collection
 from fmetrics.metric import Metric
-from fmetrics.recipe import factory, map_parameters
+from fmetrics.recipe import factory
+from fmetrics.wrappers.input_transformers import metric_input_transformer
 
 __all__ = ["feature_share", "SharedNetwork"]
 
@@ -65,6 +66,18 @@ class SharedNetwork(torch.nn.Module):
             return lambda *args: memo.call(ident, value, args)
 
 
+_FEATURES = "fmetrics.image.features"
+_SCALED = ("frechet_inception_distance", "kernel_inception_distance", "inception_score",
+           "memorization_informed_frechet_inception_distance")  # normalize: float images in [0, 1] times 255
+
+
+def _times_255(imgs):
+    """What those metrics do with ``normalize=True`` before their network (float images scaled, others kept)."""
+    if not isinstance(imgs, torch.Tensor):
+        raise TypeError(f"expected a tensor of images, got {type(imgs).__name__}")
+    return imgs.to(torch.float32) * 255 if imgs.is_floating_point() else imgs
+
+
 @factory
 def feature_share(metrics: Mapping[str, Metric], *, max_cache_size: Optional[int] = None) -> Metric:
     """``{name: value}`` of feature-network metrics, each distinct network run once per batch.
@@ -76,11 +89,11 @@ def feature_share(metrics: Mapping[str, Metric], *, max_cache_size: Optional[int
     tensors returns its first output. Members read the update's inputs as in
     a collection (positional, or by name with `Metric.from_output`).
 
-    A member hands the network the tensor it was given only when it does not
-    transform it first: with ``normalize=True`` on float images each FID-like
-    member scales the batch itself, so those members run the network apart
-    (share with uint8 images, or ``normalize=False``). Members without a recipe
-    keep their own networks.
+    FID, KID, MiFID and IS members with ``normalize=True`` are rebuilt with
+    ``normalize=False`` behind one shared scaling of the images, so they share
+    too. A member that transforms its inputs otherwise before its network
+    (LPIPS with ``normalize=True``, CLIP score's processor) runs it on its own
+    copy. Members without a recipe keep their own networks.
 
     Args:
       metrics: ``{name: Metric}``, non-empty (positional).
@@ -126,14 +139,35 @@ def feature_share(metrics: Mapping[str, Metric], *, max_cache_size: Optional[int
             shared[id(x)] = (x, SharedNetwork(x, memo, len(shared)))
         return shared[id(x)][1]
 
-    members = {k: m._map_parameters(share) if m.recipe is not None and m.params else m for k, m in metrics.items()}
-    inner = collection(members)
+    scaled = _Memo(1)  # the [0, 1] -> [0, 255] images of normalize=True members, made once per update
+
+    def scale(imgs):
+        return scaled.call(0, _times_255, (imgs,))
+
+    def rebuild(value):
+        """``value`` with its networks shared; an image-feature member with ``normalize=True`` rebuilt with
+        ``normalize=False`` behind one shared scaling of the images (so the network sees one tensor)."""
+        if isinstance(value, torch.nn.Module):
+            return share(value)
+        if isinstance(value, Mapping):
+            return type(value)((k, rebuild(v)) for k, v in value.items())
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return type(value)(rebuild(v) for v in value)
+        if not isinstance(value, Metric) or value.recipe is None or not value.params:
+            return value
+        r = value.recipe
+        kwargs = {k: rebuild(v) for k, v in r.kwargs}
+        if r.module == _FEATURES and r.qualname in _SCALED and kwargs.get("normalize") is True:
+            return metric_input_transformer(r.call(**{**kwargs, "normalize": False}), transform_pred=scale)
+        return r.call(**kwargs)
+
+    inner = collection({k: rebuild(m) for k, m in metrics.items()})
 
     def update(state, *inputs, **kwargs):
-        memo.active, memo.entries = True, []
+        memo.active, memo.entries, scaled.active, scaled.entries = True, [], True, []
         try:
             return inner.update(state, *inputs, **kwargs)
         finally:
-            memo.active, memo.entries = False, []
+            memo.active, memo.entries, scaled.active, scaled.entries = False, [], False, []
 
     return inner.replace(update=update, name=name, recipe=None)
