@@ -205,7 +205,8 @@ def _speech(n: int, seconds: float, fs: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(7)
     t = torch.arange(int(seconds * fs), dtype=torch.float64) / fs
     rate = 2 + 6 * torch.rand(n, 1, generator=g, dtype=torch.float64)
-    return (1.1 + torch.sin(2 * math.pi * rate * t)) * torch.randn(n, t.shape[0], generator=g, dtype=torch.float64) * 0.3
+    noise = torch.randn(n, t.shape[0], generator=g, dtype=torch.float64)
+    return (1.1 + torch.sin(2 * math.pi * rate * t)) * noise * 0.3
 
 
 @register("audio/speech_reverberation_modulation_energy_ratio", domain="audio",

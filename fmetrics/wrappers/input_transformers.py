@@ -67,7 +67,7 @@ def _apply(name: str, metric: Metric, arg: str, fn, x):
 @factory
 def metric_input_transformer(metric: Metric, *, transform_pred: Transform = None,
                              transform_target: Transform = None) -> Metric:
-    """``metric`` over ``(transform_pred(preds), transform_target(target), *rest)``: torchmetrics' ``MetricInputTransformer``.
+    """``metric`` over ``(transform_pred(preds), transform_target(target), *rest)``: ``MetricInputTransformer``.
 
     The base of the input transformers: each transform defaults to the identity
     (torchmetrics' subclass hooks ``transform_pred`` / ``transform_target``,
@@ -127,7 +127,7 @@ def lambda_input_transformer(metric: Metric, *, transform_pred: Transform = None
 
 @factory
 def binary_target_transformer(metric: Metric, *, threshold: float = 0) -> Metric:
-    """``metric`` over binarized targets ``(target > threshold)`` in the target's dtype: torchmetrics' ``BinaryTargetTransformer``.
+    """``metric`` over binarized targets ``target > threshold`` (the target's dtype kept): ``BinaryTargetTransformer``.
 
     Args:
       metric: the wrapped `fmetrics.Metric` (positional).
