@@ -237,7 +237,8 @@ def test_every_audio_factory_takes_a_literal_nan_strategy(factory):
     hint = typing.get_type_hints(fn)["nan_strategy"]
     assert typing.get_args(hint) == ("error", "warn", "ignore", "disable")
     assert "nan_strategy" in fn.__doc__
-    kw = {"fs": 8000} if "objective" in factory else {"fs": 8000, "mode": "nb"} if "speech" in factory else {}
+    kw = {"fs": 8000} if "objective" in factory or "reverberation" in factory \
+        else {"fs": 8000, "mode": "nb"} if "speech" in factory else {}
     if factory == "perceptual_evaluation_speech_quality":
         pytest.importorskip("pesq")
     args = (fm.signal_noise_ratio(),) if factory == "permutation_invariant_training" else ()
