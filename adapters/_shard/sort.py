@@ -31,20 +31,31 @@ class Range(NamedTuple):
 def distinct(values: torch.Tensor, counts: torch.Tensor):
     """Sorted distinct ``values`` with their per-value sums of ``counts`` (``(N, C)`` int64) and the inverse.
 
-    On the CPU a stable numpy argsort (a run-merging sort: the blocks a route delivers are sorted runs)."""
+    On the CPU: float32 values as packed int64 keys ``(order-preserving bits << 32) | row`` sorted in place by
+    numpy (no argsort; -0.0 counts as 0.0); other dtypes by a stable numpy argsort."""
     if values.device.type != "cpu":
         keys, inverse = torch.unique(values, sorted=True, return_inverse=True)
     else:
-        a = values.numpy()
-        order = np.argsort(a, kind="stable")
-        ordered = a[order]
+        if values.dtype == torch.float32 and values.shape[0] < 2**31:
+            packed = _sortable(values) << 32
+            packed |= np.arange(values.shape[0], dtype=np.int64)
+            packed.sort()
+            order, ordered = packed & 0xFFFFFFFF, packed >> 32
+            del packed
+        else:
+            a = values.numpy()
+            order = np.argsort(a, kind="stable")
+            ordered = a[order]
         new = np.empty(ordered.shape, dtype=bool)
         new[:1] = True
         np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
         group = np.cumsum(new) - 1
         inverse_np = np.empty_like(group)
         inverse_np[order] = group
-        keys, inverse = torch.from_numpy(ordered[new]), torch.from_numpy(inverse_np)
+        ordered = ordered[new]
+        keys = torch.from_numpy(_unsortable(ordered) if values.dtype == torch.float32 and
+                                ordered.dtype == np.int64 else ordered)
+        inverse = torch.from_numpy(inverse_np)
     summed = torch.zeros((keys.shape[0], counts.shape[1]), dtype=torch.int64, device=keys.device)
     return keys, summed.index_add_(0, inverse, counts.to(torch.int64)), inverse
 
@@ -56,8 +67,7 @@ def distinct_labels(scores: torch.Tensor, labels: torch.Tensor):
         labels = labels.to(torch.int64)
         keys, counts, _ = distinct(scores, torch.stack([labels, 1 - labels], 1))
         return keys, counts
-    bits = (scores + 0.0).numpy().view(np.int32).astype(np.int64)
-    bits ^= (bits >> 31) & 0x7FFFFFFF  # negative floats: magnitude bits flipped, so integer order = float order
+    bits = _sortable(scores)
     packed = (bits << 1) | labels.numpy().astype(np.int64)
     del bits
     packed.sort()
@@ -68,10 +78,21 @@ def distinct_labels(scores: torch.Tensor, labels: torch.Tensor):
     starts = np.flatnonzero(new)
     rows = np.diff(np.append(starts, key.shape[0]))
     pos = np.add.reduceat(packed & 1, starts) if starts.shape[0] else np.zeros(0, dtype=np.int64)
-    key = key[starts]
-    key ^= (key >> 31) & 0x7FFFFFFF
-    keys = torch.from_numpy(key.astype(np.int32).view(np.float32))
+    keys = torch.from_numpy(_unsortable(key[starts]))
     return keys, torch.from_numpy(np.stack([pos, rows - pos], 1))
+
+
+def _sortable(x: torch.Tensor) -> np.ndarray:
+    """int64 whose order is the float32 order of ``x`` (negatives' magnitude bits flipped; -0.0 as 0.0)."""
+    bits = (x + 0.0).numpy().view(np.int32).astype(np.int64)
+    bits ^= (bits >> 31) & 0x7FFFFFFF
+    return bits
+
+
+def _unsortable(bits: np.ndarray) -> np.ndarray:
+    """The float32 values of `_sortable` keys."""
+    bits = bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    return bits.astype(np.int32).view(np.float32)
 
 
 def splitters(ctx: comm.Ctx, keys: torch.Tensor) -> torch.Tensor:
