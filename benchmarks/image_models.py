@@ -44,14 +44,14 @@ def _ppl_n(quick: bool) -> int:
 @register("image/perceptual_path_length", domain="image", samples=_ppl_n, peers=("torchmetrics",), tolerance=1e-4,
           description="PPL of a tiny linear generator (8 -> 3x32x32) with a 1-conv distance net, 2048 latent pairs "
                       "(128 with --quick) in batches of 64, vs torchmetrics' functional perceptual_path_length")
-def perceptual_path_length(quick: bool):
+def perceptual_path_length(quick: bool, device="cpu"):
     torch.manual_seed(0)
-    gen, sim, n = _Gen(), _Sim(), _ppl_n(quick)
+    gen, sim, n = _Gen().to(device), _Sim().to(device), _ppl_n(quick)
     m = fmetrics.perceptual_path_length(generator=gen, sim_net=sim, num_samples=n, resize=None)
 
     def ours():
         torch.manual_seed(1)
-        return m(*sample_latents(m))[:2]
+        return m(*(None if z is None else z.to(device) for z in sample_latents(m)))[:2]
 
     runs = {"fmetrics": ours}
     try:
@@ -112,12 +112,12 @@ def _dists_n(quick: bool) -> int:
           peers=("torchmetrics",), tolerance=1e-4,
           description="DISTS (mean) of 128 pairs 3x64x64 (16 with --quick) in batches of 16 through a tiny 5-stage "
                       "VGG-style stack, vs torchmetrics' DISTSNetwork.forward on the same layers")
-def dists(quick: bool):
+def dists(quick: bool, device="cpu"):
     n = _dists_n(quick)
     g = torch.Generator().manual_seed(0)
-    x, y = torch.rand(n, 3, 64, 64, generator=g), torch.rand(n, 3, 64, 64, generator=g)
+    x, y = torch.rand(n, 3, 64, 64, generator=g).to(device), torch.rand(n, 3, 64, 64, generator=g).to(device)
     a, b = 0.1 + 0.01 * torch.randn(107, generator=g), 0.1 + 0.01 * torch.randn(107, generator=g)
-    vgg = _vgg()
+    a, b, vgg = a.to(device), b.to(device), _vgg().to(device)
     batches = list(zip(x.split(16), y.split(16)))
     m = fmetrics.deep_image_structure_and_texture_similarity(net=DISTSBackbone(vgg), alpha=a, beta=b)
     runs = {"fmetrics": fmetrics_run(m, batches)}

@@ -133,7 +133,8 @@ def _metric(name: str, systems: int, finalize) -> Metric:
         return DelongState(a.scores + b.scores, a.labels + b.labels, validation.invalid_merge(a.invalid, b.invalid))
 
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name, check=check,
-                  reductions=DelongState("cat", "cat", None), is_differentiable=False)
+                  reductions=DelongState("cat", "cat", None), is_differentiable=False,
+                  **({"bounds": (0.0, 1.0), "higher_is_better": True} if systems == 1 else {}))
 
 
 @factory
@@ -144,6 +145,9 @@ def delong_test() -> Metric:
     two-sided, ``erfc(|z| / sqrt(2))``. Ties count one half (the exact, trapezoidal AUROC).
     With fewer than 2 positives or 2 negatives every value is NaN with a warning; when both
     systems rank identically (variance 0) ``z = 0`` and ``p_value = 1``.
+
+    Args:
+      none: the test has no options (the p-value is two-sided).
 
     Inputs:
       ``update(state, preds_a, preds_b, target)``: ``preds_a``, ``preds_b`` float
