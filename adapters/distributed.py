@@ -653,8 +653,9 @@ def finalize(metric: Metric, state, group=None):
     """The metric's value over every rank's data, on every rank, without gathering the rows on one rank.
 
     Retrieval members (any aggregation) route their rows to the rank owning each query; exact binary
-    AUROC (``max_fpr=None``) and binary average precision run a distributed sample sort of the scores
-    (docs/scaling.md). Each rank then holds about its own share of the rows. Other metrics take
+    AUROC (``max_fpr=None``), binary average precision, Spearman and Kendall run distributed sample sorts
+    (docs/scaling.md); a collection finalizes each member by its path. Each rank then holds about its own
+    share of the rows. Other metrics take
     ``metric.finalize(reduce(metric, state, group))``: the gather path, O(1) for sum / min / max states
     (`shardable` tells which). The value equals the one-process value (floats up to summation order).
     Without a process group (or one rank) it is ``metric.finalize(state)``. Every rank must call it.
