@@ -285,6 +285,44 @@ def test_a_deferred_error_on_one_rank_raises_on_every_rank():
         assert messages[0] == messages[1]
 
 
+def _dtypes_body(rank, world):
+    """Uncommon dtypes (bool / uint8 / int16 targets, bfloat16 / float16 / float64 scores) and ranks holding
+    different dtypes: (sharded, one process) pairs."""
+    g = torch.Generator().manual_seed(0)
+    n = 200
+    p, t, q = torch.rand(n, generator=g), torch.rand(n, generator=g) < 0.3, torch.randint(0, 20, (n,), generator=g)
+    lo, hi = rank * n // world, (rank + 1) * n // world
+    out = []
+    for pd, td in ((torch.bfloat16, torch.bool), (torch.float16, torch.bool), (torch.float64, torch.uint8),
+                   (torch.float32, torch.int16)):
+        m = fm.retrieval_map()
+        s = m.update(m.init(), p[lo:hi].to(pd), t[lo:hi].to(td), q[lo:hi])
+        out.append((f"map {pd} {td}", distributed.finalize(m, s), m(p.to(pd), t.to(td), q)))
+    for pd in (torch.bfloat16, torch.float16, torch.float64):
+        m = fm.binary_auroc()
+        out.append((f"auroc {pd}", distributed.finalize(m, m.update(m.init(), p[lo:hi].to(pd), t[lo:hi].long())),
+                    m(p.to(pd), t.long())))
+        x = (p * 10).round().to(pd)
+        for m in (fm.spearman_corrcoef(), fm.kendall_rank_corrcoef()):
+            out.append((f"{m.name} {pd}", distributed.finalize(m, m.update(m.init(), x[lo:hi], p[lo:hi].to(pd))),
+                        m(x, p.to(pd))))
+    mine = torch.float32 if rank == 0 else torch.float64
+    halves = [(p[:n // 2], q[:n // 2].double()), (p[n // 2:].double(), q[n // 2:].double())]
+    for m in (fm.spearman_corrcoef(), fm.binary_auroc()):
+        data = (p[lo:hi].to(mine), (q[lo:hi] % 2).long()) if m.name == "binary_auroc" else (p[lo:hi].to(mine),
+                                                                                           q[lo:hi].double())
+        parts = [(a, (b % 2).long()) if m.name == "binary_auroc" else (a, b) for a, b in halves]
+        one = m.merge(m.update(m.init(), *parts[0]), m.update(m.init(), *parts[1]))
+        out.append((f"{m.name} float32 + float64", distributed.finalize(m, m.update(m.init(), *data)), m.finalize(one)))
+    return out
+
+
+@pytest.mark.distributed
+def test_uncommon_and_mixed_dtypes():
+    for cid, got, one in spawn(_dtypes_body, 2, timeout=120)[0]:
+        assert _close(got, one), (cid, got, one)
+
+
 def _mismatch_body(rank, world):
     m = fm.retrieval_map() if rank == 0 else fm.retrieval_mrr(ignore_index=-1)
     s = m.update(m.init(), torch.rand(4), torch.tensor([1, 0, 1, 0]), torch.tensor([0, 0, 1, 1]))

@@ -33,7 +33,7 @@ def distinct(values: torch.Tensor, counts: torch.Tensor):
 
     On the CPU: float32 values as packed int64 keys ``(order-preserving bits << 32) | row`` sorted in place by
     numpy (no argsort; -0.0 counts as 0.0); other dtypes by a stable numpy argsort."""
-    if values.device.type != "cpu":
+    if values.device.type != "cpu" or values.dtype == torch.bfloat16:  # (numpy has no bfloat16)
         keys, inverse = torch.unique(values, sorted=True, return_inverse=True)
     else:
         if values.dtype == torch.float32 and values.shape[0] < 2**31:
