@@ -452,3 +452,68 @@ def test_torch_metric_sync_is_checked():
 
     with pytest.raises(ValueError, match="TorchMetric: argument `sync` expected 'gather' or 'shard', got 'all'"):
         TorchMetric(fm.binary_auroc(), sync="all")
+
+
+# ---------------------------------------------------------------- Lightning: self.log of a sharded TorchMetric
+
+
+def _lightning_main(out_path: str) -> None:
+    """Run as a script (Lightning's "ddp" re-launches it for rank 1): logs NDCG@5 and AUROC with sync="shard"."""
+    import json
+
+    import lightning as L
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from adapters import TorchMetric
+    from adapters.distributed import EvalSampler
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)
+            self.ndcg = TorchMetric(fm.retrieval_normalized_dcg(top_k=5), sync="shard")
+            self.auroc = TorchMetric(fm.binary_auroc(), sync="shard")
+
+        def validation_step(self, batch, batch_idx):
+            p, t, q = batch
+            self.ndcg.update(p, t, q)
+            self.auroc.update(p, t)
+            self.log("ndcg", self.ndcg, on_step=False, on_epoch=True)
+            self.log("auroc", self.auroc, on_step=False, on_epoch=True)
+
+    dataset = TensorDataset(*_lightning_data())
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", use_distributed_sampler=False, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    logged = trainer.validate(Module(), DataLoader(dataset, batch_size=16, sampler=EvalSampler(dataset)),
+                              verbose=False)[0]
+    if trainer.global_rank == 0:
+        with open(out_path, "w") as f:
+            json.dump({"world_size": trainer.world_size, **{k: float(v) for k, v in logged.items()}}, f)
+
+
+def _lightning_data():
+    g = torch.Generator().manual_seed(2)
+    return torch.rand(97, generator=g), (torch.rand(97, generator=g) < 0.4).long(), torch.randint(0, 9, (97,), generator=g)
+
+
+@pytest.mark.distributed
+def test_lightning_logs_a_sharded_metric(tmp_path):
+    import json
+    import os
+    import sys
+
+    from tests._dist import run_script
+
+    out = tmp_path / "logged.json"
+    run_script([sys.executable, os.path.abspath(__file__), str(out)], timeout=300)
+    logged = json.loads(out.read_text())
+    p, t, q = _lightning_data()
+    assert logged["world_size"] == 2
+    assert math.isclose(logged["ndcg"], float(fm.retrieval_normalized_dcg(top_k=5)(p, t, q)), rel_tol=1e-6)
+    assert math.isclose(logged["auroc"], float(fm.binary_auroc()(p, t)), rel_tol=1e-6)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _lightning_main(sys.argv[1])
