@@ -493,7 +493,8 @@ def _lightning_main(out_path: str) -> None:
 
 def _lightning_data():
     g = torch.Generator().manual_seed(2)
-    return torch.rand(97, generator=g), (torch.rand(97, generator=g) < 0.4).long(), torch.randint(0, 9, (97,), generator=g)
+    preds, target = torch.rand(97, generator=g), (torch.rand(97, generator=g) < 0.4).long()
+    return preds, target, torch.randint(0, 9, (97,), generator=g)
 
 
 @pytest.mark.distributed
