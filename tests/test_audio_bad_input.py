@@ -238,6 +238,8 @@ def test_every_audio_factory_takes_a_literal_nan_strategy(factory):
     assert typing.get_args(hint) == ("error", "warn", "ignore", "disable")
     assert "nan_strategy" in fn.__doc__
     kw = {"fs": 8000} if "objective" in factory or "reverberation" in factory \
+        else {"fs": 16000, "personalized": False, "p808": None, "p835": None} if "noise_suppression" in factory \
+        else {"fs": 16000, "net": None} if "non_intrusive" in factory \
         else {"fs": 8000, "mode": "nb"} if "speech" in factory else {}
     if factory == "perceptual_evaluation_speech_quality":
         pytest.importorskip("pesq")
