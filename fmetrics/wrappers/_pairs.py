@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from fmetrics import validation
-from fmetrics.metric import Metric
+from fmetrics.metric import Metric, _has_cat
 from fmetrics.state import accum_dtype, cat_chunks, tree_map
 from fmetrics.wrappers import _draws, _rows
 from fmetrics.wrappers.bootstrap import _stream_id
@@ -233,8 +233,10 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         return PairedState(metric.merge(x.a, y.a), metric.merge(x.b, y.b), merge_reps(x.reps_a, y.reps_a),
                            merge_reps(x.reps_b, y.reps_b), tuple(x.rows) + tuple(y.rows), x.seen + y.seen)
 
-    reductions = PairedState(metric.reductions, metric.reductions, metric.reductions, metric.reductions,
-                             "cat", "sum")
+    # a permutation test's chunks pair up per batch (B's rows, then A's): a reducer that joined a rank's chunks
+    # would lose that, so its state is gathered whole and folded by `merge`
+    reductions = None if swap and _has_cat(tags) else PairedState(
+        metric.reductions, metric.reductions, metric.reductions, metric.reductions, "cat", "sum")
     key = None if metric.state_key is None else (name, metric.state_key, num, seed, sample_ids)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
                   state_key=key, reductions=reductions, check=check, is_differentiable=False,
