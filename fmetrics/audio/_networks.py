@@ -90,3 +90,22 @@ def warn_empty(name: str, count: torch.Tensor) -> None:
     if int(count) == 0:
         warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
                       UserWarning, stacklevel=3)
+
+
+def add_scores(state, scores: torch.Tensor, screened):
+    """``state`` (``total``, ``count``, ``nonfinite``) plus the per-signal ``scores`` ``(N, K)``; the signals
+    `screen` left out add nothing but their non-finite count."""
+    scores = scores.to(state.total.dtype)
+    if screened is None:
+        return type(state)(state.total + scores.sum(0), state.count + scores.shape[0], state.nonfinite)
+    scores = torch.where(screened[0][:, None], scores, 0)
+    return type(state)(state.total + scores.sum(0), state.count + validation.count(screened[0]),
+                       state.nonfinite + screened[1])
+
+
+def mean_scores(name: str, nan_strategy: str, state) -> torch.Tensor:
+    """``finalize`` of an `add_scores` state: the mean per output, after the policy's report."""
+    if nan_strategy in ("error", "warn"):
+        validation.report(name, {RULE: state.nonfinite}, nan_strategy)
+    warn_empty(name, state.count)
+    return state.total / state.count

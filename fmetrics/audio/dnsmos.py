@@ -147,18 +147,10 @@ def deep_noise_suppression_mean_opinion_score(
         screened = nw.screen(nan_strategy, rows)
         if screened is not None:
             rows = torch.where(screened[0][:, None], rows, 0)
-        mos = dnsmos_values(rows, fs, personalized, run808, run835).to(state.total.dtype)
-        if screened is None:
-            return DNSMOSState(state.total + mos.sum(0), state.count + rows.shape[0], state.nonfinite)
-        mos = torch.where(screened[0][:, None], mos, 0)
-        return DNSMOSState(state.total + mos.sum(0), state.count + validation.count(screened[0]),
-                           state.nonfinite + screened[1])
+        return nw.add_scores(state, dnsmos_values(rows, fs, personalized, run808, run835), screened)
 
     def finalize(state):
-        if nan_strategy in ("error", "warn"):
-            validation.report(name, {nw.RULE: state.nonfinite}, nan_strategy)
-        nw.warn_empty(name, state.count)
-        return state.total / state.count
+        return nw.mean_scores(name, nan_strategy, state)
 
     tags = DNSMOSState("sum", "sum", "sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,

@@ -129,18 +129,10 @@ def non_intrusive_speech_quality_assessment(
         out = run(*nisqa_features(rows, fs)).reshape(rows.shape[0], -1)
         if out.shape[-1] != 5:
             raise validation.fail(name, "net", "a network returning (N, 5)", f"shape {tuple(out.shape)}")
-        out = out.to(state.total.dtype)
-        if screened is None:
-            return NISQAState(state.total + out.sum(0), state.count + rows.shape[0], state.nonfinite)
-        out = torch.where(screened[0][:, None], out, 0)
-        return NISQAState(state.total + out.sum(0), state.count + validation.count(screened[0]),
-                          state.nonfinite + screened[1])
+        return nw.add_scores(state, out, screened)
 
     def finalize(state):
-        if nan_strategy in ("error", "warn"):
-            validation.report(name, {nw.RULE: state.nonfinite}, nan_strategy)
-        nw.warn_empty(name, state.count)
-        return state.total / state.count
+        return nw.mean_scores(name, nan_strategy, state)
 
     tags = NISQAState("sum", "sum", "sum")
     return Metric(init=init, update=update, merge=merge_fields(tags), finalize=finalize, name=name,
