@@ -200,7 +200,8 @@ def per_example_mean(name: str, values: Callable[..., torch.Tensor], per_example
         v = values(*inputs)
         if not screens(nan_strategy, *inputs[:2]):
             return v, None, unflagged(state.invalid)
-        return (v, *nonfinite(state.invalid, v.dim(), *inputs[:2]))
+        pair = inputs[:2] if len(inputs) > 1 else (inputs[0], inputs[0].new_zeros((*inputs[0].shape[:-1], 1)))
+        return (v, *nonfinite(state.invalid, v.dim(), *pair))
 
     if per_example:
         def init():

@@ -31,11 +31,9 @@ import torch
 import torch.nn.functional as F
 
 from fmetrics import validation
-from fmetrics.audio._mean import (MeanState, NanStrategy, ValuesState, check_bool, check_nan_strategy, finite_check,
-                                  merge_mean, merge_values, nonfinite, report, screens, unflagged)
+from fmetrics.audio._mean import NanStrategy, check_bool, check_nan_strategy, per_example_mean
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
-from fmetrics.state import accum_dtype, cat_chunks
 
 __all__ = ["speech_reverberation_modulation_energy_ratio", "srmr_values"]
 
@@ -348,45 +346,5 @@ def speech_reverberation_modulation_energy_ratio(
         v = srmr_values(rows, fs, constants_on(preds.device), norm, fast)
         return v.reshape(preds.shape[:-1])
 
-    def screened(state, preds):
-        v = values(preds)
-        if not screens(nan_strategy, preds):
-            return v, None, unflagged(state.invalid)
-        return (v, *nonfinite(state.invalid, v.dim(), preds, preds.new_zeros((*preds.shape[:-1], 1))))
-
-    if per_example:
-        def init():
-            return ValuesState((), validation.invalid_init())
-
-        def update(state, preds):
-            v, kept, invalid = screened(state, preds)
-            if kept is not None:
-                v = torch.where(kept, v, torch.nan)
-            return ValuesState((v.reshape(1) if v.dim() == 0 else v,), invalid)
-
-        def finalize(state):
-            report(name, nan_strategy, state.invalid)
-            return cat_chunks(state.values, torch.zeros(0, dtype=accum_dtype()))
-
-        tags, merge = ValuesState(values="cat", invalid=None), merge_values
-    else:
-        def init():
-            return MeanState(torch.zeros((), dtype=accum_dtype()), torch.zeros((), dtype=torch.int64),
-                             validation.invalid_init())
-
-        def update(state, preds):
-            v, kept, invalid = screened(state, preds)
-            if kept is None:
-                return MeanState(state.total + v.sum(dtype=state.total.dtype), state.count + v.numel(), invalid)
-            total = torch.where(kept, v, 0).sum(dtype=state.total.dtype)
-            return MeanState(state.total + total, state.count + validation.count(kept), invalid)
-
-        def finalize(state):
-            report(name, nan_strategy, state.invalid, state.count)
-            return state.total / state.count
-
-        tags, merge = MeanState(total="sum", count="sum", invalid=None), merge_mean
-    return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,
-                  state_key=("audio", "srmr", *config, norm, nan_strategy, per_example), reductions=tags,
-                  check=finite_check(name) if nan_strategy == "error" else None, higher_is_better=True,
-                  is_differentiable=False, bounds=(0.0, None))
+    return per_example_mean(name, values, per_example, ("srmr", *config, norm), nan_strategy,
+                            higher_is_better=True, is_differentiable=False, bounds=(0.0, None))
