@@ -8,12 +8,12 @@ with a session copies its inputs to the CPU (a host sync; not traceable).
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import torch
 
 from fmetrics import validation
+from fmetrics.audio._mean import finite_check
 from fmetrics.networks import eval_view
 
 NAN_STRATEGIES = ("error", "warn", "ignore", "disable")
@@ -62,17 +62,7 @@ def check_strategy(name: str, nan_strategy) -> str:
 
 def eager_check(name: str, nan_strategy: str):
     """The metric's ``check=`` for ``nan_strategy="error"``: raises quoting the non-finite values (CPU, eager)."""
-    if nan_strategy != "error":
-        return None
-
-    def check(preds, *args, **kwargs):
-        if isinstance(preds, torch.Tensor) and preds.is_floating_point() and not math.isfinite(float(preds.sum())):
-            bad = preds[~torch.isfinite(preds)]
-            if bad.numel():
-                raise ValueError(f"{name}: preds must be finite (nan_strategy='error'); found "
-                                 f"{validation.quote(bad)}. Pass nan_strategy='ignore' or 'warn' to leave such "
-                                 "signals out, or 'disable' to let NaN propagate")
-    return check
+    return finite_check(name) if nan_strategy == "error" else None
 
 
 def screen(nan_strategy: str, rows: torch.Tensor):
