@@ -21,6 +21,7 @@ from fmetrics.collection import collection
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.wrappers.input_transformers import metric_input_transformer
+from fmetrics.wrappers.multitask import check_metrics
 
 __all__ = ["feature_share", "SharedNetwork"]
 
@@ -120,12 +121,7 @@ def feature_share(metrics: Mapping[str, Metric], *, max_cache_size: Optional[int
         (1.047, 4.84)
     """
     name = "feature_share"
-    if not isinstance(metrics, Mapping) or not metrics:
-        raise validation.fail(name, "metrics", "a non-empty dict of name -> fmetrics.Metric", repr(metrics))
-    for key, m in metrics.items():
-        if not isinstance(key, str) or not isinstance(m, Metric):
-            raise validation.fail(name, "metrics", "a dict of str name -> fmetrics.Metric",
-                                  f"{key!r}: {type(m).__name__}")
+    check_metrics(name, metrics, "name")
     if max_cache_size is not None and (isinstance(max_cache_size, bool) or not isinstance(max_cache_size, int)
                                        or max_cache_size < 1):
         raise validation.fail(name, "max_cache_size", "a positive int or None", repr(max_cache_size))

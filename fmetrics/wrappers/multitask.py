@@ -35,12 +35,7 @@ def multitask(metrics: Mapping[str, Metric], *, prefix: str = "", postfix: str =
         {'cls': tensor(0.5000, dtype=torch.float64), 'reg': tensor(5., dtype=torch.float64)}
     """
     name = "multitask"
-    if not isinstance(metrics, Mapping) or not metrics:
-        raise validation.fail(name, "metrics", "a non-empty dict of task -> fmetrics.Metric", repr(metrics))
-    for task, m in metrics.items():
-        if not isinstance(task, str) or not isinstance(m, Metric):
-            raise validation.fail(name, "metrics", "a dict of str task -> fmetrics.Metric",
-                                  f"{task!r}: {type(m).__name__}")
+    check_metrics(name, metrics, "task")
     for arg, value in (("prefix", prefix), ("postfix", postfix)):
         if not isinstance(value, str):
             raise validation.fail(name, arg, "a string", repr(value))
@@ -71,3 +66,13 @@ def multitask(metrics: Mapping[str, Metric], *, prefix: str = "", postfix: str =
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=name,
                   state_key=None if any(k is None for _, k in keys) else (name, keys),
                   reductions=tuple(m.reductions for m in members))
+
+
+def check_metrics(name: str, metrics, key: str) -> None:
+    """Raises unless ``metrics`` is a non-empty dict of str ``key`` -> `fmetrics.Metric` (a wrapper's argument)."""
+    if not isinstance(metrics, Mapping) or not metrics:
+        raise validation.fail(name, "metrics", f"a non-empty dict of {key} -> fmetrics.Metric", repr(metrics))
+    for k, m in metrics.items():
+        if not isinstance(k, str) or not isinstance(m, Metric):
+            raise validation.fail(name, "metrics", f"a dict of str {key} -> fmetrics.Metric",
+                                  f"{k!r}: {type(m).__name__}")
