@@ -24,7 +24,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import torch
 
-__all__ = ["fail", "check_policy", "report", "count", "mode", "get_mode", "traced", "eager_check_applies",
+__all__ = ["fail", "warn_empty", "check_policy", "report", "count", "mode", "get_mode", "traced", "eager_check_applies",
            "check_device", "quote", "Invalid", "invalid_init", "invalid_flag", "invalid_merge", "invalid_report"]
 
 MODES = ("auto", "eager", "deferred")
@@ -199,6 +199,15 @@ def invalid_report(metric: str, rule: str, inv: Invalid, policy: Optional[str] =
     warnings.warn(msg, UserWarning, stacklevel=3)
 
 POLICIES = ("error", "warn", "ignore")
+
+
+def warn_empty(metric: str, stacklevel: int = 2) -> None:
+    """The one empty-input warning of ``finalize`` (docs/conventions.md): the value is NaN.
+
+    ``stacklevel`` counts from the caller, as for `warnings.warn`.
+    """
+    warnings.warn(f"{metric}: no samples were seen (empty input); the value is undefined and set to NaN",
+                  UserWarning, stacklevel=stacklevel + 1)
 
 
 def fail(metric: str, arg: str, expected: str, got: Any = None) -> "ValueError":

@@ -18,7 +18,6 @@ raised by `finalize`; ``"warn"`` / ``"ignore"`` leave the example out;
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Callable, Literal, NamedTuple
 
 import torch
@@ -176,8 +175,7 @@ def report(name: str, nan_strategy: str, inv: validation.Invalid, count=None) ->
     if nan_strategy in ("error", "warn"):
         validation.invalid_report(name, NONFINITE_RULE, inv, nan_strategy)
     if count is not None and int(count) == 0:
-        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=3)
+        validation.warn_empty(name, stacklevel=3)
 
 
 # ---------------------------------------------------------------- the builder

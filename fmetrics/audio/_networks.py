@@ -8,7 +8,6 @@ with a session copies its inputs to the CPU (a host sync; not traceable).
 """
 from __future__ import annotations
 
-import warnings
 
 import torch
 
@@ -78,8 +77,7 @@ def screen(nan_strategy: str, rows: torch.Tensor):
 def warn_empty(name: str, count: torch.Tensor) -> None:
     """The empty-input warning of ``finalize`` (the value is NaN)."""
     if int(count) == 0:
-        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=3)
+        validation.warn_empty(name, stacklevel=3)
 
 
 def add_scores(state, scores: torch.Tensor, screened):

@@ -24,12 +24,13 @@ from typing import Callable
 import torch
 from torch.utils import _pytree
 
+from fmetrics import validation
+
 __all__ = ["warn", "nan_like", "guard"]
 
 
 def warn(name: str, stacklevel: int = 3) -> None:
-    warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                  UserWarning, stacklevel=stacklevel)
+    validation.warn_empty(name, stacklevel=stacklevel)
 
 
 def nan_like(value, keep: Callable[[int], bool] = lambda i: False):

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Callable, NamedTuple, Optional, Sequence
 
 import torch
@@ -159,8 +158,7 @@ class ScoreCat(NamedTuple):
 def warn_empty(name: str, n) -> None:
     """The empty-input rule (docs/conventions.md): a mean over no image is NaN, and ``finalize`` says so."""
     if int(n) == 0:
-        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=3)
+        validation.warn_empty(name, stacklevel=3)
 
 
 def scored(name: str, scores: Callable, reduction, key: tuple, *, nan_strategy: str = "error",

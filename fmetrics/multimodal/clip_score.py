@@ -8,7 +8,6 @@ an int64 pair count, so it merges by addition. torchmetrics clamps the mean at
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal, NamedTuple
 
 import torch
@@ -103,8 +102,7 @@ def clip_score(*, model: Any, processor: Any, clamp: Literal["mean", "pair"] = "
 
     def finalize(s: ClipScoreState) -> torch.Tensor:
         if int(s.pairs) == 0:
-            warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                          UserWarning, stacklevel=3)
+            validation.warn_empty(name, stacklevel=3)
         mean = s.score / s.pairs
         return mean.clamp_min(0) if clamp == "mean" else mean
 

@@ -7,7 +7,6 @@ by addition (exact across batches and ranks).
 """
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple, Sequence
 
 import torch
@@ -118,8 +117,7 @@ def lip_vertex_error(*, mouth_map: Sequence[int], validate_args: bool = True,
     def finalize(s: LveState) -> torch.Tensor:
         _finite.report(name, nan_strategy, s.nonfinite)
         if int(s.frames) == 0:
-            warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                          UserWarning, stacklevel=3)
+            validation.warn_empty(name, stacklevel=3)
         return s.total / s.frames
 
     tags = LveState("sum", "sum", "sum")

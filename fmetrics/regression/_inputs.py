@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import torch
 
@@ -213,7 +212,6 @@ def report_invalid(name: str, policy: str, inv: validation.Invalid) -> None:
 def empty(name: str, n) -> bool:
     """Warns (and returns True) when no sample was seen: the value is then NaN (docs/conventions.md)."""
     if int(torch.as_tensor(n).min()) == 0:
-        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=3)
+        validation.warn_empty(name, stacklevel=3)
         return True
     return False

@@ -10,7 +10,6 @@ and one ranking.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Callable, Literal, NamedTuple, Optional, Union
 
 import torch
@@ -132,8 +131,7 @@ def start(name: str, ranked: Ranked, binary: bool) -> Ranking:
     if binary:
         validation.invalid_report(name, _state.RULE_BINARY, ranked.non_binary)
     if ranked.ranking.n == 0:
-        warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=4)
+        validation.warn_empty(name, stacklevel=4)
     return ranked.ranking
 
 

@@ -14,7 +14,6 @@ disparities. A pair with a non-finite cloud or one whose points are all equal
 """
 from __future__ import annotations
 
-import warnings
 from typing import Literal, NamedTuple
 
 import torch
@@ -76,8 +75,7 @@ def _check(a, b) -> tuple[torch.Tensor, torch.Tensor]:
 def _mean(d: torch.Tensor) -> torch.Tensor:
     """The mean disparity; NaN with a warning before any pair (docs/conventions.md, empty input)."""
     if d.numel() == 0:
-        warnings.warn("procrustes_disparity: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=4)
+        validation.warn_empty("procrustes_disparity", stacklevel=4)
     return d.mean()
 
 

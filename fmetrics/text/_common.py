@@ -8,7 +8,6 @@ touched and names the metric and the argument.
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import Any, Sequence
 
 import torch
@@ -131,8 +130,7 @@ def empty(metric: str, n: Any) -> bool:
     The value is then undefined: the metric returns `nan()` (docs/conventions.md, "Empty input").
     """
     if int(n) == 0:
-        warnings.warn(f"{metric}: no samples were seen (empty input); the value is undefined and set to NaN",
-                      UserWarning, stacklevel=3)
+        validation.warn_empty(metric, stacklevel=3)
         return True
     return False
 

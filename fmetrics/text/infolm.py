@@ -19,7 +19,6 @@ corpus, as torchmetrics' class does. Both merge exactly.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Literal, NamedTuple, Optional
 
 import torch
@@ -284,8 +283,7 @@ def infolm(*, model: torch.nn.Module, tokenizer: Any, temperature: float = 0.25,
 
     def finalize(s: InfoLMState):
         if int(s.pairs) == 0:
-            warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                          UserWarning, stacklevel=3)
+            validation.warn_empty(name, stacklevel=3)
         if idf and int(s.pairs):
             e = torch.zeros(0, dtype=torch.int64)
             pi, pl = cat_chunks(s.preds_ids, e), cat_chunks(s.preds_lens, e)

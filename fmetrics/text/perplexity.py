@@ -1,7 +1,6 @@
 """`perplexity`: ``exp(mean negative log-likelihood)`` of target tokens under logits (a tensor metric)."""
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple, Optional
 
 import torch
@@ -115,8 +114,7 @@ def perplexity(*, ignore_index: Optional[int] = None) -> Metric:
         validation.invalid_report(name, _RULE, s.invalid)
         validation.invalid_report(name, "`preds`: " + _FINITE, s.nonfinite)
         if int(s.count) == 0:
-            warnings.warn(f"{name}: no samples were seen (empty input); the value is undefined and set to NaN",
-                          UserWarning, stacklevel=2)
+            validation.warn_empty(name, stacklevel=2)
         return torch.exp(s.total / s.count.to(s.total.dtype))
 
     return Metric(init=init, update=update, merge=_merge, finalize=finalize, name=name, check=check,
