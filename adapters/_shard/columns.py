@@ -1,0 +1,177 @@
+"""Sharded finalize of the exact score-curve metrics beyond binary AUROC / AP: one sample sort per column.
+
+Every task is ``K`` binary columns of (score, label) pairs (`fmetrics.classification.curves._scores`):
+binary one, multiclass one per class (one-vs-rest), multilabel one per label; ``average="micro"`` pools
+them into one. Each column goes through `sort.sample_sort` (equal scores of every rank meet on one rank,
+so a tie never straddles a range boundary); with ``P_u, N_u`` the positives / negatives of distinct score
+``u`` and the exclusive prefix over the ranks giving the counts below each range:
+
+* AUROC and AP (`scalar`): per range ``sum_u P_u (N_{<u} + N_u / 2)`` and
+  ``sum_u P_u TP_{>=u} / (TP_{>=u} + FP_{>=u})``, one ``all_reduce`` for every column; the per-column
+  values ``U / (P N)`` and ``AP / P`` are then averaged as one process does (`_curve.reduce`). Memory per
+  rank: its own rows and distinct keys.
+* the curves and what is read off them (ROC, PR curve, the fixed-point metrics, EER, log-AUC, AUROC with
+  ``max_fpr``) (`Global`): each range's points ``(fps, tps, threshold)`` with ``tps(u) = P - P_{<u}`` are
+  gathered in rank order (every range is above the previous rank's) and flipped to decreasing thresholds:
+  the global `_curve.Counts` of each column, from which the metric's own ``finish`` computes the value.
+  Every rank then holds the curve: O(global distinct scores) per column, the size of a curve's output.
+
+The value records (invalid labels, NaN scores) are reduced on the state without its rows, and reported as
+one process reports them; warnings (no positives / negatives, hard 0/1 scores, NaN columns left out of an
+average, empty input) are those of one process.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from adapters._shard import comm, sort
+from fmetrics.classification.curves import _curve
+from fmetrics.classification.curves._scores import TASKS, Prepared, family
+from fmetrics.classification.curves.average_precision import _column as ap_column
+
+SCALAR = frozenset({"auroc", "average_precision"})
+CURVE = frozenset({"roc", "precision_recall_curve", "eer", "logauc", "recall_at_fixed_precision",
+                   "precision_at_fixed_recall", "sensitivity_at_specificity", "specificity_at_sensitivity"})
+
+
+def _kind(metric):
+    """``(task, kind)`` of a score-curve metric (``kind`` its name without the task), else ``None``."""
+    r = metric.recipe
+    if r is None or not r.module.startswith("fmetrics.classification.curves"):
+        return None
+    task, _, kind = metric.name.partition("_")
+    return (task, kind) if task in TASKS and kind in SCALAR | CURVE else None
+
+
+def applies(metric) -> bool:
+    return _kind(metric) is not None and metric.recipe.arguments.get("thresholds") is None
+
+
+def finalize(ctx: comm.Ctx, metric, state, reduce):
+    task, kind = _kind(metric)
+    args = metric.recipe.arguments
+    num = 1 if task == "binary" else args["num_classes" if task == "multiclass" else "num_labels"]
+    spec = family(metric.name, task, num, None, args["ignore_index"], args["validate_args"])
+    base = reduce(metric, state._replace(scores=(), labels=()))
+    p = Global(spec, base)  # reports the value records, as one process's shared step
+    device = base.invalid.count.device
+    width = () if task == "binary" else (num,)
+    (dtype,) = comm.promoted(ctx, [state.scores[0].dtype if state.scores else None])
+    dtype = dtype or torch.float32
+    label_dtype = torch.int64 if task == "multiclass" else torch.int8
+    local = state._replace(scores=(torch.cat([torch.empty((0,) + width, dtype=dtype, device=device)]
+                                             + [c.to(device, dtype) for c in state.scores]),),
+                           labels=(torch.cat([torch.empty((0,) + width if task == "multilabel" else (0,),
+                                                          dtype=label_dtype, device=device)]
+                                             + [c.to(device) for c in state.labels]),))
+    if task == "binary" and dtype == torch.float32 and device.type == "cpu":
+        # decoded chunk by chunk, as one process's host path does (a logits chunk's sigmoid: same bits)
+        kept = [spec._binary_kept(c.to(dtype), code) for c, code in zip(state.scores, state.labels)]
+        pairs = [(torch.cat([local.scores[0][:0]] + [s for s, _ in kept]),
+                  torch.cat([torch.zeros(0, dtype=torch.bool, device=device)] + [y for _, y in kept]))]
+    else:
+        pairs = spec.pairs(local)
+    average = args.get("average") if task != "binary" else "none"
+    average = "none" if average is None else average
+    if average == "micro":
+        pairs = [(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))]
+    ranges = [_sorted(ctx, s, y) for s, y in pairs]
+    if sum(int(r.total.sum()) for r in ranges) == 0:  # every entry dropped, or no rows: as one process
+        return metric.finalize(local._replace(scores=(local.scores[0][:0],), labels=(local.labels[0][:0],),
+                                              invalid=base.invalid))
+    if kind in CURVE or args.get("max_fpr") is not None:
+        p.curves(ctx, ranges, dtype, micro=average == "micro")
+        return metric.finish(p)
+    return scalar(ctx, p, kind, average, ranges, device)
+
+
+def _sorted(ctx: comm.Ctx, scores: torch.Tensor, labels: torch.Tensor) -> sort.Range:
+    keys, counts = sort.distinct_labels(scores.to(ctx.comm), labels.to(ctx.comm))
+    return sort.sample_sort(ctx, keys, counts)
+
+
+def _below(r: sort.Range):
+    """Per key of the range: the positives and negatives of every smaller key (all ranks)."""
+    pos, neg = r.counts[:, 0], r.counts[:, 1]
+    return r.below[0] + torch.cumsum(pos, 0) - pos, r.below[1] + torch.cumsum(neg, 0) - neg
+
+
+def scalar(ctx: comm.Ctx, p: "Global", kind: str, average: str, ranges: list, device):
+    """AUROC / AP per column from per-range sums (one ``all_reduce``), averaged as one process."""
+    sums = []
+    for r in ranges:
+        n_pos, n_neg = (int(v) for v in r.total)
+        pos_below, neg_below = _below(r)
+        pos_f, neg_f = r.counts[:, 0].double(), r.counts[:, 1].double()
+        tp, fp = (n_pos - pos_below).double(), (n_neg - neg_below).double()
+        soft = ((r.keys != 0) & (r.keys != 1)).sum().double()
+        sums.append(torch.stack([(pos_f * (neg_below.double() + neg_f / 2)).sum(),
+                                 (pos_f * tp / (tp + fp).clamp_min(1)).sum(), soft]))
+    sums = torch.stack(sums)
+    dist.all_reduce(sums, group=ctx.group)
+    totals = [(int(r.total[0]), int(r.total[1])) for r in ranges]
+    hard = any(a + b for a, b in totals) and all(s == 0 for s, (a, b) in zip(sums[:, 2].tolist(), totals) if a + b)
+    micro = average == "micro"
+    values = []
+    if kind == "auroc":
+        for (u, _, _), (n_pos, n_neg) in zip(sums.tolist(), totals):
+            if n_pos == 0 or n_neg == 0:
+                _curve._warn(p.name, "positive" if n_pos == 0 else "negative")
+                values.append(0.0)
+            else:
+                values.append(u / (n_pos * n_neg))
+        p.warn_if_hard(hard=hard)
+    else:
+        p.warn_if_hard(hard=hard)
+        absent = 1.0 if micro else p.absent_recall
+        for (_, ap, _), (n_pos, n_neg) in zip(sums.tolist(), totals):
+            values.append(ap / n_pos if n_pos else float(ap_column(_no_positives(n_neg, device), p.name, absent)))
+    values = torch.tensor(values, dtype=torch.float64, device=device)
+    if micro or p.task == "binary":
+        return values[0]
+    pos = torch.tensor([a for a, _ in totals], dtype=torch.int64, device=device)
+    return _curve.reduce(values, average, pos, p.name)
+
+
+def _no_positives(n_neg: int, device) -> _curve.Counts:
+    """The counts of a column without positives (its AP and warning depend on nothing else)."""
+    pts = [n_neg] if n_neg else []
+    z = torch.tensor(pts, dtype=torch.int64, device=device)
+    return _curve.Counts(z, torch.zeros_like(z), torch.full(z.shape, 0.5, device=device),
+                         torch.tensor(0, device=device), torch.tensor(n_neg, device=device), True)
+
+
+class Global(Prepared):
+    """The shared step of a curve family over every rank's rows: the global per-column `_curve.Counts`
+    (`curves`) for the metric's own ``finish``; the rows themselves are never joined."""
+
+    def __init__(self, spec, base):
+        super().__init__(spec, base)
+        self._global: list = []
+        self._micro = None
+
+    def curves(self, ctx: comm.Ctx, ranges: list, dtype: torch.dtype, micro: bool) -> None:
+        """The global counts of every column; some rank kept an entry (`Prepared.empty` reads the codes)."""
+        device = self.state.invalid.count.device
+        self.state = self.state._replace(labels=(torch.zeros(1, dtype=torch.int8, device=device),))
+        out = []
+        for r in ranges:
+            n_pos, n_neg = r.total
+            pos_below, neg_below = _below(r)
+            points = comm.gather_rows(ctx, torch.stack([n_neg - neg_below, n_pos - pos_below], 1)).flip(0)
+            thr = comm.gather_rows(ctx, r.keys.to(dtype)).flip(0)
+            out.append(_curve.Counts(points[:, 0].to(device), points[:, 1].to(device), thr.to(device),
+                                     n_pos.to(device), n_neg.to(device), True))
+        if micro:
+            self._micro = out[0]
+        self._global = out
+
+    def counts(self) -> list:
+        return self._global
+
+    def pooled(self) -> _curve.Counts:
+        return self._micro
+
+    def sorted(self, column):
+        raise NotImplementedError("the sharded shared step has no joined rows")  # AUROC takes `scalar`
