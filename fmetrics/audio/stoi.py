@@ -38,7 +38,6 @@ import torch
 
 from fmetrics import validation
 from fmetrics.audio._mean import NanStrategy, check_bool, per_example_mean, signal_pair
-from fmetrics.audio.sdr import smooth_fft_size
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 
@@ -105,10 +104,13 @@ def resample(x: torch.Tensor, fs: int, plan=None) -> torch.Tensor:
     """``resample_poly(x, 10000, fs, window=pystoi's)`` along the last axis of a ``(B, time)`` tensor.
 
     float32 (and half): one strided ``conv1d`` with ``up`` output channels
-    (oneDNN / cuDNN). float64: the same cross-correlation by FFT over the
-    ``down`` phases of ``x`` (a float64 ``conv1d`` takes CPU's slow im2col path:
-    measured 10x slower), ``y_r = sum_p x_p * g_{r,p}``: one FFT per phase,
-    one inverse FFT per output channel.
+    (oneDNN / cuDNN). float64 (a float64 ``conv1d`` takes CPU's slow im2col
+    path): one matrix product over blocks of ``L`` outputs per channel. With
+    the ``down`` phases of ``x`` as rows, ``X[i, p] = xp[i down + p]``, output
+    ``out_r[q] = sum_{i < kk, p} X[q + i, p] w[r, i down + p]``; a block of
+    ``L`` consecutive ``q`` reads ``L + kk - 1`` rows, so it is one row of
+    ``(L + kk - 1) down`` samples times a block-Toeplitz ``((L + kk - 1) down,
+    L up)`` matrix (a dense GEMM; 5x faster than FFT convolution at 16 kHz).
     """
     if plan is None:  # (computed outside any trace by the factory: numpy filter design)
         plan = resample_plan(fs)
@@ -120,21 +122,23 @@ def resample(x: torch.Tensor, fs: int, plan=None) -> torch.Tensor:
     q = -(-n_out // up)  # outputs per channel
     k = w.shape[-1]
     kk = -(-k // down)  # taps per phase
-    right = max(0, (q + kk) * down - pad - n)
-    xp = torch.nn.functional.pad(x.unsqueeze(1), (pad, right))
     weight = w.to(dtype=x.dtype, device=x.device)
     if x.dtype != torch.float64:
+        right = max(0, (q + kk) * down - pad - n)
+        xp = torch.nn.functional.pad(x.unsqueeze(1), (pad, right))
         out = torch.nn.functional.conv1d(xp, weight, stride=down)[..., :q]  # (B, up, q)
-    else:
-        # phases x_p[i] = xp[i down + p]; out_r[q] = sum_p sum_i w[r, i down + p] x_p[q + i]
-        phases = xp[..., :(q + kk) * down].reshape(b, q + kk, down).transpose(1, 2)  # (B, down, q + kk)
-        taps = torch.nn.functional.pad(weight[:, 0], (0, kk * down - k)).reshape(up, kk, down)
-        size = smooth_fft_size(q + kk)
-        xf = torch.fft.rfft(phases, n=size, dim=-1)  # (B, down, F)
-        hf = torch.fft.rfft(taps.flip(1).transpose(1, 2), n=size, dim=-1)  # (up, down, F): convolution kernels
-        yf = torch.einsum("bpf,rpf->brf", xf, hf)
-        out = torch.fft.irfft(yf, n=size, dim=-1)[..., kk - 1:kk - 1 + q]  # full conv index q + kk - 1
-    return out.transpose(1, 2).reshape(b, q * up)[:, :n_out]
+        return out.transpose(1, 2).reshape(b, q * up)[:, :n_out]
+    block = max(1, kk // 2)  # outputs per channel in one block (measured at 16 kHz: 8 beats 4 and 16)
+    blocks = -(-q // block)
+    rows = blocks * block + kk - 1
+    xp = torch.nn.functional.pad(x, (pad, max(0, rows * down - pad - n)))[:, :rows * down]
+    xb = xp.unfold(-1, (block + kk - 1) * down, block * down)  # (B, blocks, (L + kk - 1) down)
+    taps = torch.nn.functional.pad(weight[:, 0], (0, kk * down - k)).reshape(up, kk, down).permute(1, 2, 0)
+    # toeplitz[j, p, l, r] = taps[j - l, p, r] (zero outside 0 <= j - l < kk)
+    padded = torch.nn.functional.pad(taps, (0, 0, 0, 0, block - 1, block - 1))  # (kk + 2L - 2, down, up)
+    toeplitz = padded.unfold(0, block + kk - 1, 1).flip(0).permute(3, 1, 0, 2)  # (L + kk - 1, down, L, up)
+    out = xb @ toeplitz.reshape((block + kk - 1) * down, block * up)  # (B, blocks, L up): outputs in order
+    return out.reshape(b, blocks * block * up)[:, :n_out]
 
 
 def resample_plan(fs: int):
