@@ -5,12 +5,12 @@ All of them run on `Ctx.comm` (the current CUDA device under NCCL, else the CPU)
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, Iterable, NamedTuple, Optional
 
 import torch
 import torch.distributed as dist
 
-ROUTE_CHUNK_BYTES = 64 * 2**20  # per rank and round of `route`: rows travel in rounds of at most this many bytes
+ROUND_BYTES = 4 * 2**20  # payload per rank and round of `deliver`: its transient buffers are O(this), not O(rows)
 
 
 class Ctx(NamedTuple):
@@ -30,41 +30,106 @@ def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor, sources: bo
     """Sends row ``i`` of every column to rank ``dest[i]``; returns the rows this rank received, in source
     rank order and, within a source, in their original order (so a one-process concatenation order is kept).
 
-    One ``all_to_all_single`` of the per-destination counts, then the payload per column in rounds of at most
-    `ROUTE_CHUNK_BYTES` per rank (a round takes the next slice of every destination's block). ``sources``: also
-    return each received row's source rank (to send answers back: `route` to them keeps the order)."""
+    `deliver` of the columns in rounds of about `ROUND_BYTES` per rank (integer columns travel narrowed):
+    besides the received rows, a rank holds O(one round). ``sources``: also return each received row's source
+    rank (to send answers back: `route` to them keeps the order)."""
     columns = [c.to(ctx.comm) for c in columns]
-    wide = [c.dtype for c in columns]
-    columns = narrowed(ctx, columns)
     dest = dest.to(ctx.comm)
-    order = torch.argsort(dest, stable=True)
-    send = torch.bincount(dest, minlength=ctx.world)
-    recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send, group=ctx.group)
-    send_l, recv_l = send.tolist(), recv.tolist()
-    send_off = [0] + list(_cumsum(send_l))[:-1]
-    recv_off = [0] + list(_cumsum(recv_l))[:-1]
-    row_bytes = max(sum(c[:1].numel() * c.element_size() for c in columns), 1) if columns else 1
-    chunk = max(ROUTE_CHUNK_BYTES // row_bytes, 1)
-    rounds = torch.tensor([math.ceil(max(send_l + recv_l + [0]) / chunk)], device=ctx.comm)
-    dist.all_reduce(rounds, op=dist.ReduceOp.MAX, group=ctx.group)
-    outs = [c.new_empty((sum(recv_l),) + tuple(c.shape[1:])) for c in columns]
-    for r in range(int(rounds)):
-        lo = r * chunk
-        s = [min(max(n - lo, 0), chunk) for n in send_l]
-        rc = [min(max(n - lo, 0), chunk) for n in recv_l]
-        rows = torch.cat([order[send_off[d] + lo: send_off[d] + lo + s[d]] for d in range(ctx.world)])
-        for col, out in zip(columns, outs):
-            got = col.new_empty((sum(rc),) + tuple(col.shape[1:]))
-            dist.all_to_all_single(got, col.index_select(0, rows).contiguous(), rc, s, group=ctx.group)
-            pos = 0
-            for src in range(ctx.world):
-                out[recv_off[src] + lo: recv_off[src] + lo + rc[src]] = got[pos: pos + rc[src]]
-                pos += rc[src]
-    outs = [out.to(dtype) for out, dtype in zip(outs, wide)]
+    outs, recv = deliver(ctx, lambda: [(columns, dest)], [c[:0] for c in columns], counts=True)
+    outs = outs[0]
     if not sources:
         return outs
-    return outs, torch.repeat_interleave(torch.arange(ctx.world, device=ctx.comm), recv)
+    return outs, torch.repeat_interleave(torch.arange(ctx.world, device=ctx.comm), recv[:, 0])
+
+
+def deliver(ctx: Ctx, blocks: Callable[[], Iterable], like: list[torch.Tensor], channels: int = 1,
+            alloc: Optional[Callable] = None, counts: bool = False):
+    """Streams rows to ranks: ``blocks()`` yields (a fresh iterator each call) ``(columns, dest)`` pairs, ``dest``
+    an int64 per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
+    columns received (dtype and trailing shape of ``like``, the same on every rank), in source-rank order and
+    within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source.
+
+    Two passes over the blocks: the first counts the rows per destination (one ``all_to_all_single``; the
+    receivers allocate their rows once, with ``alloc(rows, like_column)`` if given) and the integer columns'
+    bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32 holding every rank's values); the
+    second sends rounds of at most `ROUND_BYTES` per rank (one ``all_to_all_single`` of the round's counts,
+    one per column). The transient buffers are O(one round) whatever the number of rows."""
+    world, width = ctx.world, ctx.world * channels
+    row_bytes = max(sum(math.prod(c.shape[1:]) * c.element_size() for c in like), 1)
+    limit = max(ROUND_BYTES // row_bytes, 1)
+    ints = [i for i, c in enumerate(like) if c.dtype in (torch.int16, torch.int32, torch.int64)]
+    send = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
+    flags = torch.zeros(1 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rounds, then -low / high
+    for cols, dest in _rounds(blocks(), limit):
+        flags[0] += 1
+        send += torch.bincount(dest[dest >= 0], minlength=width)
+        for k, i in enumerate(ints):
+            if cols[i].numel():
+                low, high = torch.aminmax(cols[i])
+                flags[1 + 2 * k] = torch.maximum(flags[1 + 2 * k], -low.long())
+                flags[2 + 2 * k] = torch.maximum(flags[2 + 2 * k], high.long())
+    dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=ctx.group)
+    wire = [c.dtype for c in like]
+    for k, i in enumerate(ints):
+        low, high = -int(flags[1 + 2 * k]), int(flags[2 + 2 * k])
+        fit = next((d for d in _NARROWER if torch.iinfo(d).min <= low and high <= torch.iinfo(d).max), None)
+        if fit is not None and fit.itemsize < like[i].dtype.itemsize:
+            wire[i] = fit
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send, group=ctx.group)
+    recv = recv.view(world, channels)
+    at = (torch.cumsum(recv, 0) - recv).tolist()  # per source and channel: where its rows go next
+    alloc = alloc or (lambda n, c: c.new_empty((n,) + tuple(c.shape[1:])))
+    outs = [[alloc(int(recv[:, ch].sum()), c) for c in like] for ch in range(channels)]
+    steps = iter(_rounds(blocks(), limit))
+    for _ in range(int(flags[0])):
+        cols, dest = next(steps, (None, None))
+        if cols is None:
+            cols, dest = [c[:0] for c in like], torch.empty(0, dtype=torch.int64, device=ctx.comm)
+        keep = dest >= 0
+        if not bool(keep.all()):
+            cols, dest = [c[keep] for c in cols], dest[keep]
+        order = torch.argsort(dest, stable=True)
+        s = torch.bincount(dest, minlength=width)
+        rc = torch.empty_like(s)
+        dist.all_to_all_single(rc, s, group=ctx.group)
+        s_rank, rc = s.view(world, channels).sum(1).tolist(), rc.view(world, channels).tolist()
+        rc_rank = [sum(r) for r in rc]
+        for i, col in enumerate(cols):
+            got = col.new_empty((sum(rc_rank),) + tuple(col.shape[1:]), dtype=wire[i])
+            dist.all_to_all_single(got, col.index_select(0, order).to(wire[i]), rc_rank, s_rank, group=ctx.group)
+            pos = 0
+            for src in range(world):
+                for ch in range(channels):
+                    n = rc[src][ch]
+                    if n:
+                        outs[ch][i][at[src][ch]: at[src][ch] + n] = got[pos: pos + n]
+                    pos += n
+        for src in range(world):
+            for ch in range(channels):
+                at[src][ch] += rc[src][ch]
+    return (outs, recv) if counts else outs
+
+
+def _rounds(blocks: Iterable, limit: int):
+    """``(columns, dest)`` of at most ``limit`` rows each: large blocks sliced, small consecutive ones joined."""
+    pending, held = [], 0
+    for cols, dest in blocks:
+        for lo in range(0, dest.shape[0], limit):
+            part = ([c[lo: lo + limit] for c in cols], dest[lo: lo + limit])
+            if held + part[1].shape[0] > limit and pending:
+                yield _joined(pending)
+                pending, held = [], 0
+            pending.append(part)
+            held += part[1].shape[0]
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(parts: list):
+    if len(parts) == 1:
+        return parts[0]
+    return [torch.cat(c) for c in zip(*(p[0] for p in parts))], torch.cat([p[1] for p in parts])
 
 
 _NARROWER = (torch.int8, torch.int32)  # the integer dtypes gloo and NCCL both send
