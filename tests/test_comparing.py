@@ -221,6 +221,23 @@ def test_delong_matches_hand_definition(seed):
                                np.clip([auc[0] - half, auc[0] + half], 0, 1), rtol=1e-10)
 
 
+def test_delong_float64_scores_finer_than_float32():
+    """Scores that differ only beyond float32's precision (the float64 sort path), with exact ties across
+    classes and systems: the hand O(n^2) DeLong on the same float64 values."""
+    g = torch.Generator().manual_seed(11)
+    n = 300
+    t = torch.randint(0, 2, (n,), generator=g)
+    step = torch.randint(0, 40, (n,), generator=g).double()
+    a = 1.0 + (step + 0.3 * t) * 1e-12  # float32 would make every score 1.0
+    b = torch.where(torch.rand(n, generator=g) < 0.5, a, 1.0 + torch.randint(0, 5, (n,), generator=g) * 1e-13)
+    assert bool((a.float() == 1).all()) and torch.unique(a).numel() < n  # finer than float32; ties kept
+    out = fm.delong_test()(a, b, t)
+    auc, cov = _delong_hand(np.stack([_np(a), _np(b)]), t.numpy())
+    np.testing.assert_allclose([float(out["auroc_a"]), float(out["auroc_b"])], auc, rtol=1e-12)
+    np.testing.assert_allclose(out["covariance"].numpy(), cov, rtol=1e-10, atol=1e-15)
+    assert 0.5 < auc[0] < 1
+
+
 def test_delong_hanley_mcneil_ct_example():
     """Hanley & McNeil (1982), Table 1: 58 normal / 51 abnormal CT images rated 1-5; published AUC 0.893.
 

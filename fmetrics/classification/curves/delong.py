@@ -15,9 +15,10 @@ import math
 import warnings
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
-from fmetrics import validation
+from fmetrics import _keys, validation
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
 from fmetrics.state import cat_chunks
@@ -33,35 +34,65 @@ class DelongState(NamedTuple):
     invalid: validation.Invalid  # deferred record of such entries
 
 
+def _sorted(score: torch.Tensor, dest: torch.Tensor):
+    """``(keys, dest)`` in increasing score order: ONE sort of ``score``'s order-preserving integer keys
+    (`fmetrics._keys`), carrying each sample's destination index ``dest`` along.
+
+    On CPU, float32-exact scores (any float32 / 16-bit input) pack ``key << b | dest`` into one int64 sorted
+    in place by numpy (no argsort, no gather: ~20x faster than ``torch.sort`` of the floats); wider scores
+    take an argsort of their float64 keys. Elsewhere ``torch.sort`` of the keys with its permutation.
+    """
+    b = max(int(dest.shape[0] - 1).bit_length(), 1)
+    if score.device.type != "cpu":
+        keys, order = torch.sort(_keys.float_key(score))
+        return keys, dest[order]
+    wide = not _keys.float32_exact(score)
+    key = (_keys.ascending64 if wide else _keys.ascending32)(score.numpy())
+    if wide or not _keys.fits(32, b):
+        order = np.argsort(key)
+        return torch.from_numpy(key[order]), dest[torch.from_numpy(order)]
+    packed = _keys.pack([(key - key.min(), 32), (dest.numpy(), b)])
+    packed.sort()
+    return torch.from_numpy(_keys.field(packed, b)), torch.from_numpy(_keys.field(packed, 0, b))
+
+
 def placements(scores: torch.Tensor, positive: torch.Tensor):
-    """``(V10, V01)``: ``(K, m)`` positive and ``(K, n)`` negative placements, in sample order, by one sort
-    per system and linear passes (a tie group's bounds by running max / min, class counts by cumsum)."""
+    """``(V10, V01)``: ``(K, m)`` positive and ``(K, n)`` negative placements, in sample order.
+
+    ONE sort per system (`_sorted`). With ``C_neg`` / ``C_pos`` the class counts before a sorted position
+    and ``[lo, hi)`` its tie group, a positive's placement is ``(C_neg[lo] + C_neg[hi]) / 2n`` (the
+    negatives below it, half those tied) and a negative's ``(2m - C_pos[lo] - C_pos[hi]) / 2m``. Without
+    ties ``[lo, hi) = [i, i + 1)``: that value is computed for every position, then the members of tie
+    groups (where the key does not change at a run boundary) are corrected from their groups' first and
+    last positions. The placements go back by one scatter to their sample's slot (positives first), so
+    they pair across systems.
+    """
     total = positive.shape[0]
     m = int(positive.sum())
     n = total - m
-    pos_at, neg_at = torch.nonzero(positive).squeeze(1), torch.nonzero(~positive).squeeze(1)
-    idx = torch.arange(total)
-    v10, v01 = [], []
-    for s in scores.unbind(1):
-        ss, order = torch.sort(s)
-        pos = positive[order]
-        cumneg = torch.zeros(total + 1, dtype=torch.int64)
-        cumpos = torch.zeros(total + 1, dtype=torch.int64)
-        torch.cumsum(~pos, 0, out=cumneg[1:])
-        torch.cumsum(pos, 0, out=cumpos[1:])
-        start = torch.ones(total, dtype=torch.bool)
-        start[1:] = ss[1:] != ss[:-1]
-        lo = torch.cummax(torch.where(start, idx, 0), 0).values  # first index of the tie group
-        end = torch.roll(start, -1)
-        end[-1:] = True
-        hi = torch.cummin(torch.where(end, idx + 1, total).flip(0), 0).values.flip(0)  # one past its last
-        # negatives under a positive (half the tied ones), positives over a negative (half the tied ones)
-        v = torch.where(pos, (cumneg[lo] + cumneg[hi]).to(torch.float64) / (2 * max(n, 1)),
-                        (2 * m - cumpos[lo] - cumpos[hi]).to(torch.float64) / (2 * max(m, 1)))
-        v = torch.empty_like(v).index_put_((order,), v)  # back to sample order: pairs across systems
-        v10.append(v[pos_at])
-        v01.append(v[neg_at])
-    return torch.stack(v10), torch.stack(v01)
+    ranks = torch.cumsum(positive, 0) - 1
+    dest = torch.where(positive, ranks, m + torch.arange(total, device=positive.device) - ranks - 1)
+    out = torch.empty(scores.shape[1], total, dtype=torch.float64, device=scores.device)
+    for score, v in zip(scores.unbind(1), out):
+        key, d = _sorted(score, dest)
+        pos = d < m
+        below_pos = (torch.cumsum(pos, 0) - pos.to(torch.int64)).to(torch.float64)  # positives before each
+        below_neg = torch.arange(total, dtype=torch.float64, device=pos.device) - below_pos
+        value = torch.where(pos, below_neg / max(n, 1), (m - below_pos) / max(m, 1))
+        first = torch.ones(total, dtype=torch.bool, device=pos.device)  # i starts its run of equal keys
+        torch.ne(key[1:], key[:-1], out=first[1:])
+        last = torch.ones_like(first)  # i ends it
+        last[:-1] = first[1:]
+        tied = torch.nonzero(~(first & last)).squeeze(1)  # members of runs of 2 or more
+        if tied.numel():
+            group = torch.cumsum(first[tied], 0) - 1
+            lo, end = tied[first[tied]][group], tied[last[tied]][group]
+            neg_hi = below_neg[end] + (~pos[end]).to(torch.float64)  # C at one past the group
+            pos_hi = below_pos[end] + pos[end].to(torch.float64)
+            value[tied] = torch.where(pos[tied], (below_neg[lo] + neg_hi) / (2 * max(n, 1)),
+                                      (2 * m - below_pos[lo] - pos_hi) / (2 * max(m, 1)))
+        v.index_put_((d,), value)
+    return out[:, :m], out[:, m:]
 
 
 def delong(state: DelongState, name: str, systems: int):
@@ -71,8 +102,7 @@ def delong(state: DelongState, name: str, systems: int):
     scores, labels = cat_chunks(state.scores, None), cat_chunks(state.labels, None)
     if scores is None:
         scores, labels = torch.zeros(0, systems, dtype=torch.float64), torch.zeros(0, dtype=torch.int8)
-    keep = labels >= 0
-    scores, positive = scores[keep], labels[keep] == 1
+    positive = labels == 1  # entries that broke the rule (label -1) raised in `invalid_report`
     m, n = int(positive.sum()), int((~positive).sum())
     k = scores.shape[1]
     if m < 2 or n < 2:
@@ -106,28 +136,32 @@ def _metric(name: str, systems: int, finalize) -> Metric:
                 raise validation.fail(name, arg, f"{target.shape[0]} entries (as target)", f"{x.shape[0]}")
         return preds, target
 
-    def bad_entries(preds, target):
-        scores = torch.stack(preds, 1).to(torch.float64)
-        bad_t = (target != 0) & (target != 1)
-        return scores, bad_t, ~torch.isfinite(scores).all(1)
+    def screen(preds, target):
+        """``(bad target (N,), float64 scores, their half-sum (N,))``: the half-sum (of halves: no overflow) is
+        finite exactly when every system's score is."""
+        wide = [p.to(torch.float64) for p in preds]
+        half = wide[0] * 0.5
+        for p in wide[1:]:
+            half = half.add_(p, alpha=0.5)
+        return (target != 0) & (target != 1), wide, half
 
     def check(*inputs):
         preds, target = shapes(inputs)
-        _, bad_t, bad_s = bad_entries(preds, target)
+        bad_t, _, half = screen(preds, target)
         if bool(bad_t.any()):
             raise validation.fail(name, "target", "values 0 or 1", validation.quote(target[bad_t]))
+        bad_s = ~torch.isfinite(half)
         if bool(bad_s.any()):
             raise validation.fail(name, "preds", "finite scores",
                                   validation.quote(torch.stack(preds, 1)[bad_s].reshape(-1)))
 
     def update(state, *inputs):
         preds, target = shapes(inputs)
-        scores, bad_t, bad_s = bad_entries(preds, target)
-        bad = bad_t | bad_s
+        bad_t, wide, half = screen(preds, target)
+        bad = bad_t | ~torch.isfinite(half)
         labels = torch.where(bad, -1, target.to(torch.int8)).to(torch.int8)
-        invalid = validation.invalid_flag(state.invalid, bad, torch.where(bad_t, target.to(torch.float64),
-                                                                          scores.sum(1)))
-        return DelongState(state.scores + (scores,), state.labels + (labels,), invalid)
+        invalid = validation.invalid_flag(state.invalid, bad, torch.where(bad_t, target.to(torch.float64), half))
+        return DelongState(state.scores + (torch.stack(wide, 1),), state.labels + (labels,), invalid)
 
     def merge(a, b):
         return DelongState(a.scores + b.scores, a.labels + b.labels, validation.invalid_merge(a.invalid, b.invalid))
