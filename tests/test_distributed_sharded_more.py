@@ -204,3 +204,80 @@ def test_sharded_values_match_sklearn():
     assert torch.equal(out["roc"][0], torch.from_numpy(fpr)) and torch.equal(out["roc"][1], torch.from_numpy(tpr))
     assert torch.equal(out["roc"][2][1:], torch.from_numpy(thr[1:]))  # sklearn's first threshold is inf, ours 1
     assert math.isclose(out["pauroc"], roc_auc_score(y[:, 1], s[:, 1], max_fpr=0.4), rel_tol=1e-12)
+
+
+# ---------------------------------------------------------------- clustering: the contingency table
+
+
+CLUSTERING = [("rand_score", {}), ("adjusted_rand_score", {}), ("fowlkes_mallows_index", {}),
+              ("mutual_info_score", {}), ("normalized_mutual_info_score", dict(average_method="geometric")),
+              ("adjusted_mutual_info_score", {}), ("adjusted_mutual_info_score", dict(average_method="max")),
+              ("homogeneity_score", {}), ("completeness_score", {}), ("v_measure_score", dict(beta=0.5))]
+LABEL_KINDS = ("random", "sparse_ids", "one_cluster", "identical", "one_key", "floats", "few_rows")
+
+
+def _labels(seed: int, kind: str):
+    g = torch.Generator().manual_seed(seed)
+    n = 3 if kind == "few_rows" else int(torch.randint(20, 400, (1,), generator=g))
+    target = torch.randint(0, 5, (n,), generator=g)
+    preds = (target + (torch.rand(n, generator=g) < 0.4) * torch.randint(0, 4, (n,), generator=g)) % 6
+    if kind == "sparse_ids":
+        preds, target = preds * 1_000_003 - 7, target * 7919 + 2**40
+    elif kind == "one_cluster":
+        preds = torch.zeros_like(preds)
+    elif kind == "identical":
+        preds = target.clone()
+    elif kind == "one_key":
+        preds, target = torch.full_like(preds, 3), torch.full_like(target, 3)
+    elif kind == "floats":
+        preds, target = preds.double() / 3 - 0.5, target.double() * 0.25
+    return preds, target
+
+
+def _clustering_body(rank, world, seed):
+    out = []
+    for i, (name, kw) in enumerate(CLUSTERING):
+        m = getattr(fm, name)(**kw)
+        assert distributed.shardable(m), name
+        for j, kind in enumerate(LABEL_KINDS):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/l{i}/{j}/{k}")
+                data = _labels(seed * 1000 + i * 100 + j * 10 + k, kind)
+                out.append((f"{name}{kw}/{kind}/{scenario}", *_run(m, data, world, rank, scenario, rng)))
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, 3])
+def test_sharded_clustering_equals_one_process(world):
+    _check(spawn(_clustering_body, world, 31 + world, timeout=300))
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_sharded_clustering_equals_one_process_4_ranks():
+    _check(spawn(_clustering_body, 4, 9, timeout=300))
+
+
+def _clustering_oracle_body(rank, world):
+    g = torch.Generator().manual_seed(6)
+    target = torch.randint(0, 7, (800,), generator=g) * 13
+    preds = (target // 13 + torch.randint(0, 3, (800,), generator=g)) % 9 - 4
+    lo, hi = [0, 100, 100, 800][rank], [100, 100, 800, 800][rank]  # uneven, an empty rank
+    out = {}
+    for name in ("adjusted_rand_score", "fowlkes_mallows_index", "adjusted_mutual_info_score",
+                 "normalized_mutual_info_score", "v_measure_score"):
+        m = getattr(fm, name)()
+        out[name] = float(distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi])))
+    return out, preds, target
+
+
+@pytest.mark.distributed
+def test_sharded_clustering_matches_sklearn():
+    from sklearn import metrics as sk
+
+    out, preds, target = spawn(_clustering_oracle_body, 4, timeout=120)[0]
+    p, t = preds.numpy(), target.numpy()
+    for name, value in out.items():
+        oracle = getattr(sk, name.replace("index", "score"))(t, p)
+        assert math.isclose(value, oracle, rel_tol=1e-12, abs_tol=1e-15), (name, value, oracle)
