@@ -48,7 +48,7 @@ class Dataset(NamedTuple):
     gt_label: torch.Tensor  # int64 [Ng]
     gt_crowd: torch.Tensor  # bool [Ng]
     gt_area: torch.Tensor  # float64 [Ng]
-    # (det index [P, D], gt index [P, G], crowd [P, G]) -> IoU [P, D, G] float64 (pairs share an image)
+    # (det index [P], gt index [P], gt crowd [P]) -> IoU [P] float64 (each pair shares an image)
     pair_iou: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -63,16 +63,13 @@ def box_iou_pairs(det_boxes: torch.Tensor, gt_boxes: torch.Tensor):
     """pycocotools' ``bbIou`` on xywh float64 boxes, as a `Dataset.pair_iou`."""
 
     def pair_iou(di, gi, crowd):
-        d = det_boxes[di]  # [P, D, 4]
-        g = gt_boxes[gi]  # [P, G, 4]
-        dx, dy, dw, dh = (d[..., i, None] for i in range(4))  # [P, D, 1]
-        gx, gy, gw, gh = (g[:, None, :, i] for i in range(4))  # [P, 1, G]
+        dx, dy, dw, dh = det_boxes[di].unbind(1)  # [P] each
+        gx, gy, gw, gh = gt_boxes[gi].unbind(1)
         da = dw * dh
-        ga = gw * gh
         w = torch.minimum(dw + dx, gw + gx) - torch.maximum(dx, gx)
         h = torch.minimum(dh + dy, gh + gy) - torch.maximum(dy, gy)
         inter = w * h
-        union = torch.where(crowd[:, None, :], da, da + ga - inter)
+        union = torch.where(crowd, da, da + gw * gh - inter)
         iou = inter / union
         return torch.where((w <= 0) | (h <= 0), torch.zeros((), dtype=iou.dtype, device=iou.device), iou)
 
@@ -111,7 +108,6 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     hi = torch.tensor([a[1] for a in AREA_RANGES], dtype=f64, device=dev)
 
     # ---- ground truths: group key (class, image), kept in input order inside a group
-    G_all = data.gt_img.shape[0]
     gkey = data.gt_label * I + data.gt_img
     gorder = torch.sort(gkey, stable=True).indices
     gkey_s = gkey[gorder]
@@ -140,62 +136,8 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     match_ig = torch.zeros((A, T, N), dtype=torch.bool, device=dev)
     ious_out = {} if extended_ious else None
     if groups.numel():
-        gd = dcount[groups]
-        # groups by descending detection count: at rank r only a prefix is still active
-        perm = torch.sort(gd, descending=True, stable=True).indices
-        groups, gd = groups[perm], gd[perm]
-        gg = gcount[groups]
-        P = groups.shape[0]
-        D, G = int(gd[0]), int(gg.max())
-        dstart = torch.cumsum(dcount, 0) - dcount
-        gstart = torch.cumsum(gcount, 0) - gcount
-        ar_d = torch.arange(D, device=dev)
-        ar_g = torch.arange(G, device=dev)
-        d_valid = ar_d[None, :] < gd[:, None]  # [P, D]
-        g_valid = ar_g[None, :] < gg[:, None]
-        dpos = (dstart[groups][:, None] + ar_d[None, :]).clamp(max=max(N - 1, 0))  # position in sorted dets
-        dpos = torch.where(d_valid, dpos, torch.zeros_like(dpos))
-        gpos = (gstart[groups][:, None] + ar_g[None, :]).clamp(max=max(G_all - 1, 0))
-        gpos = torch.where(g_valid, gpos, torch.zeros_like(gpos))
-        di = dorder[dpos]  # det index [P, D]
-        gi = gorder[gpos]  # gt index [P, G]
-        crowd = data.gt_crowd[gi] & g_valid
-        iou = data.pair_iou(di, gi, crowd)  # [P, D, G]
-        if extended_ious:
-            gl = torch.stack([groups // I, groups % I], 1).tolist()
-            for p, (k, img) in enumerate(gl):
-                cls = int(classes[k]) if classes is not None else k
-                ious_out[(img, cls)] = iou[p, : int(gd[p]), : int(gg[p])].float()
-        ig = g_ignore.T[gi].permute(0, 2, 1)  # [P, A, G]
-        ig = ig & g_valid[:, None, :]
-        thr = torch.clamp(iou_thresholds, max=1 - 1e-10)[None, None, :, None]  # [1, 1, T, 1]
-        gtm = torch.zeros((P, A, T, G), dtype=torch.bool, device=dev)
-        m_out = torch.zeros((P, A, T, D), dtype=torch.bool, device=dev)
-        ig_out = torch.zeros((P, A, T, D), dtype=torch.bool, device=dev)
-        ar1 = (ar_g + 1)[None, None, None, :]
-        active = (P - torch.searchsorted(gd.flip(0), ar_d, side="right")).tolist()  # groups with gd > r
-        neg_inf = torch.tensor(-float("inf"), dtype=f64, device=dev)
-        for r in range(D):
-            n = active[r]
-            io = iou[:n, r, None, None, :]  # [n, 1, 1, G]
-            cr = crowd[:n, None, None, :]
-            elig = g_valid[:n, None, None, :] & (io >= thr) & (~gtm[:n] | cr)
-            igr = ig[:n, :, None, :]
-            t1 = elig & ~igr
-            choose = torch.where(t1.any(-1, keepdim=True), t1, elig)
-            vals = torch.where(choose, io, neg_inf)
-            best = vals.amax(-1, keepdim=True)
-            pick = choose & (vals == best)
-            idx = (pick * ar1).amax(-1) - 1  # last index among the best: [n, A, T]
-            hit = idx >= 0
-            idx0 = idx.clamp(min=0)
-            m_out[:n, :, :, r] = hit
-            ig_out[:n, :, :, r] = torch.gather(igr.expand(-1, -1, T, -1), 3, idx0[..., None])[..., 0] & hit
-            gtm[:n] |= torch.nn.functional.one_hot(idx0, G).bool() & hit[..., None]
-        # back to sorted detection positions
-        flat_pos = dpos[d_valid]  # [sum gd]
-        matched[:, :, flat_pos] = m_out.permute(1, 2, 0, 3)[:, :, d_valid]
-        match_ig[:, :, flat_pos] = ig_out.permute(1, 2, 0, 3)[:, :, d_valid]
+        _match(data, groups, dcount, gcount, dorder, gorder, g_ignore, iou_thresholds, classes, I,
+               matched, match_ig, ious_out)
 
     d_area = data.det_area[dorder]
     out_area = (d_area[None, :] < lo[:, None]) | (d_area[None, :] > hi[:, None])  # [A, N]
@@ -203,7 +145,6 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     tps = matched & ~d_ig
     fps = ~matched & ~d_ig
     d_class = dkey_s // I
-    d_img = dkey_s % I
     d_score = data.det_score[dorder]
     # accumulation order: class, -score, image, rank (a stable sort of the (class, image, rank) order)
     a1 = torch.sort(-d_score, stable=True).indices
@@ -222,66 +163,120 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     return Evaluation(precision, recall, scores, ious_out)
 
 
+def _match(data: Dataset, groups, dcount, gcount, dorder, gorder, g_ignore, iou_thresholds, classes, I,
+           matched, match_ig, ious_out) -> None:
+    """COCO's greedy matching of every (class, image) group, written into ``matched`` / ``match_ig`` [A, T, N].
+
+    The groups are sorted by descending detection count, so the detections of rank ``r`` belong to a
+    prefix of them, and their pairs with the ground truths are a prefix ``q < qn[r]`` of the groups'
+    ground truths laid out flat (group order, input order inside a group). A step matches every rank-``r``
+    detection at once: the chosen ground truth is the maximum of one int64 key per eligible pair,
+    ``not ignored << top | IoU rank << jbits | local index`` (the IoU's dense rank keeps its order and
+    ties exactly; the local index makes the last of equal IoUs win, as pycocotools).
+    """
+    dev = dcount.device
+    A, T = g_ignore.shape[0], iou_thresholds.shape[0]
+    gd = dcount[groups]
+    perm = torch.sort(gd, descending=True, stable=True).indices
+    groups, gd = groups[perm], gd[perm]
+    gg = gcount[groups]
+    P, D, G = groups.shape[0], int(gd[0]), int(gg.max())
+    dstart = (torch.cumsum(dcount, 0) - dcount)[groups]  # first sorted-detection position of each group
+    gstart = (torch.cumsum(gcount, 0) - gcount)[groups]
+    gq = torch.repeat_interleave(torch.arange(P, device=dev), gg)  # flat ground truth -> group
+    gfirst = torch.cumsum(gg, 0) - gg
+    Q = gq.shape[0]
+    lj = torch.arange(Q, device=dev) - gfirst[gq]  # local index inside the group
+    gi_q = gorder[gstart[gq] + lj]
+    crowd_q = data.gt_crowd[gi_q]
+    nig_q = (~g_ignore[:, gi_q]).to(torch.int64)  # [A, Q]
+    active = P - torch.searchsorted(gd.flip(0), torch.arange(D, device=dev), side="right")  # groups with gd > r
+    qn = torch.cumsum(gg, 0)[active - 1]  # pairs of rank r
+    offs = torch.cumsum(qn, 0) - qn
+    pair_r = torch.repeat_interleave(torch.arange(D, device=dev), qn)
+    pair_q = torch.arange(pair_r.shape[0], device=dev) - offs[pair_r]
+    iou = data.pair_iou(dorder[dstart[gq[pair_q]] + pair_r], gi_q[pair_q], crowd_q[pair_q])  # [pairs]
+    if ious_out is not None:
+        full = torch.zeros((P, D, G), dtype=iou.dtype, device=dev)
+        full[gq[pair_q], pair_r, lj[pair_q]] = iou
+        for p, (k, img) in enumerate(torch.stack([groups // I, groups % I], 1).tolist()):
+            cls = int(classes[k]) if classes is not None else k
+            ious_out[(img, cls)] = full[p, : int(gd[p]), : int(gg[p])].float()
+    rank = torch.unique(iou, return_inverse=True)[1]
+    jbits = G.bit_length()
+    top = jbits + int(rank.max()).bit_length()
+    base = (rank << jbits) | lj[pair_q]
+    thr = torch.clamp(iou_thresholds, max=1 - 1e-10)[:, None]  # [T, 1]
+    gtm = torch.zeros((A, T, Q + 1), dtype=torch.bool, device=dev)  # matched ground truths (+ a spare column)
+    for r, (n, s0, m) in enumerate(zip(active.tolist(), offs.tolist(), qn.tolist())):
+        elig = (iou[s0:s0 + m] >= thr) & (~gtm[:, :, :m] | crowd_q[:m])  # [A, T, m]
+        key = torch.where(elig, base[s0:s0 + m] | (nig_q[:, None, :m] << top), -1)
+        best = torch.full((A, T, n), -1, dtype=torch.int64, device=dev)
+        best.scatter_reduce_(2, gq[:m].expand(A, T, m), key, "amax")
+        hit = best >= 0
+        pos = dstart[:n] + r
+        matched[:, :, pos] = hit
+        match_ig[:, :, pos] = hit & ((best >> top) == 0)
+        gtm.scatter_(2, torch.where(hit, gfirst[:n] + (best & ((1 << jbits) - 1)), Q), True)
+
+
 def _accumulate(tps, fps, cls, score, npig, K, rec_thr, precision, recall, scores):
-    """Fills ``precision``/``scores`` [T, R, K, A] and ``recall`` [T, K, A] (views) from flags [A, T, N]."""
+    """Fills ``precision``/``scores`` [T, R, K, A] and ``recall`` [T, K, A] (views) from flags [A, T, N].
+
+    Segments are (area, threshold, class) runs of the score-ranked detections. pycocotools' precision at
+    position ``i`` is ``tp_i / (fp_i + tp_i + eps)``; it only rises at a true positive, so the envelope
+    ``max_{j >= i}`` and its read-out at the first position whose ``tp`` reaches the recall threshold's
+    count ``need`` (the ``need``-th true positive) need the true positives alone: the ``c``-th one's
+    precision goes to the bucket of the last threshold with ``need <= c``, and a suffix maximum over
+    the ``R`` buckets gives every threshold's value (exact: maxima of the same float64 numbers).
+    """
     A, T, N = tps.shape
-    R = rec_thr.shape[0]
     dev = tps.device
     f64 = torch.float64
     S = A * T * K
-    seg = ((torch.arange(A, device=dev)[:, None, None] * T + torch.arange(T, device=dev)[None, :, None]) * K
-           + cls[None, None, :]).reshape(-1)  # nondecreasing
-    counts, starts = _segments(seg, S)
-    tp_c = torch.cumsum(tps.reshape(-1).to(torch.int64), 0)
-    fp_c = torch.cumsum(fps.reshape(-1).to(torch.int64), 0)
-    base = starts[seg]
-    tp_prev = torch.where(base > 0, tp_c[(base - 1).clamp(min=0)], torch.zeros_like(base))
-    fp_prev = torch.where(base > 0, fp_c[(base - 1).clamp(min=0)], torch.zeros_like(base))
-    tp = (tp_c - tp_prev).to(f64)
-    fp = (fp_c - fp_prev).to(f64)
+    rec_sorted, rec_order = torch.sort(rec_thr, stable=True)
+    R = rec_thr.shape[0]
+    ccount, cstart = _segments(cls, K)
+    seg_class = torch.arange(S, device=dev) % K
     npig_seg = npig[:, None, :].expand(A, T, K).reshape(-1)  # [S]
     npig_f = npig_seg.clamp(min=1).to(f64)  # segments without ground truth are -1 below
-    pr = tp / (fp + tp + EPS)
+    # left searchsorted of the recall thresholds in rc = tp / npig, on integers: the least count `need`
+    # with need / npig >= threshold (in float64, as numpy); nondecreasing along R
+    need = _least_count(rec_sorted[None, :], npig_f[:, None])  # [S, R]
+    row, n = torch.nonzero(tps.reshape(A * T, N)).unbind(1)  # true positives, in (a, t, rank) order
+    seg = row * K + cls[n]  # nondecreasing
+    n_tp, first = _segments(seg, S)
+    c = torch.arange(seg.shape[0], device=dev) - first[seg] + 1  # the c-th true positive of its segment
+    fpc = torch.cumsum(fps.reshape(A * T, N), 1, dtype=torch.int32)
+    cs = cstart[cls[n]]
+    fp = fpc[row, n] - fpc[row, cs] + fps.reshape(A * T, N)[row, cs].to(torch.int32)  # false positives so far
+    tp_f = c.to(f64)
+    pr = tp_f / (fp.to(f64) + tp_f + EPS)
+    width = int(need.max()) + 2
+    bounds = (torch.arange(S, device=dev)[:, None] * width + need).reshape(-1)
+    bucket = torch.searchsorted(bounds, seg * width + c.clamp(max=width - 1), side="right") - 1
+    bucket = torch.where(bucket >= seg * R, bucket, S * R)  # c below every need: no threshold reads it
+    bmax = torch.zeros(S * R + 1, dtype=f64, device=dev).scatter_reduce_(0, bucket, pr, "amax")
+    q = bmax[:-1].reshape(S, R).flip(1).cummax(1).values.flip(1)
+    inside = need <= n_tp[:, None]
     if seg.numel():
-        env = _segmented_suffix_max(pr, seg, int(counts.max()))
-        # left searchsorted of the recall thresholds in rc = tp / npig, on integers: the first position
-        # whose tp reaches `need`, the least integer with need / npig >= threshold (in float64, as numpy)
-        need = _least_count(rec_thr[None, :], npig_f[:, None])  # [S, R]
-        tp_i = tp.to(torch.int64)
-        width = int(tp_i.max()) + 2
-        key = seg * width + tp_i
-        q_key = torch.arange(S, device=dev)[:, None] * width + need.clamp(max=width - 1)
-        pos = torch.searchsorted(key, q_key.reshape(-1), side="left").reshape(S, R)
-        inside = (pos < (starts + counts)[:, None]) & (need < width - 1)
-        posc = pos.clamp(max=seg.numel() - 1)
-        s_score = score[None, None, :].expand(A, T, N).reshape(-1)
-        q = torch.where(inside, env[posc], torch.zeros((), dtype=f64, device=dev))
-        ss = torch.where(inside, s_score[posc], torch.zeros((), dtype=f64, device=dev))
-        last_tp = tp[(starts + counts - 1).clamp(min=0)]
-        last = torch.where(counts > 0, last_tp / npig_f, torch.zeros((), dtype=f64, device=dev))
+        ss = score[n][(first[:, None] + need - 1).clamp(min=0, max=seg.numel() - 1)]
     else:
-        q = torch.zeros((S, R), dtype=f64, device=dev)
         ss = torch.zeros((S, R), dtype=f64, device=dev)
-        last = torch.zeros(S, dtype=f64, device=dev)
+    nonempty = ccount[seg_class] > 0
+    first_score = score[cstart[seg_class].clamp(max=max(N - 1, 0))] if N else torch.zeros(S, dtype=f64, device=dev)
+    ss = torch.where(need == 0, torch.where(nonempty, first_score, 0.0)[:, None], torch.where(inside, ss, 0.0))
+    last = torch.where(nonempty, n_tp.to(f64) / npig_f, 0.0)
     defined = (npig_seg > 0)
-    q = torch.where(defined[:, None], q, -torch.ones((), dtype=f64, device=dev))
-    ss = torch.where(defined[:, None], ss, -torch.ones((), dtype=f64, device=dev))
-    last = torch.where(defined, last, -torch.ones((), dtype=f64, device=dev))
+    q = torch.where(defined[:, None], q, -1.0)
+    ss = torch.where(defined[:, None], ss, -1.0)
+    last = torch.where(defined, last, -1.0)
+    unsort = torch.empty_like(rec_order)
+    unsort[rec_order] = torch.arange(R, device=dev)
     # [A, T, K, R] -> precision [T, R, K, A]
-    precision.copy_(q.reshape(A, T, K, R).permute(1, 3, 2, 0))
-    scores.copy_(ss.reshape(A, T, K, R).permute(1, 3, 2, 0))
+    precision.copy_(q[:, unsort].reshape(A, T, K, R).permute(1, 3, 2, 0))
+    scores.copy_(ss[:, unsort].reshape(A, T, K, R).permute(1, 3, 2, 0))
     recall.copy_(last.reshape(A, T, K).permute(1, 2, 0))
-
-
-def _segmented_suffix_max(x: torch.Tensor, seg: torch.Tensor, longest: int) -> torch.Tensor:
-    """``out[i] = max(x[i:end of i's segment])`` by doubling (log2(longest) elementwise passes, exact)."""
-    out = x.clone()
-    k = 1
-    while k < longest:
-        same = seg[:-k] == seg[k:]
-        out[:-k] = torch.where(same, torch.maximum(out[:-k], out[k:]), out[:-k])
-        k *= 2
-    return out
 
 
 def _least_count(thr: torch.Tensor, n: torch.Tensor) -> torch.Tensor:

@@ -424,15 +424,12 @@ def _mask_iou(inter, p_off, det_counts, gt_counts, det_img, det_area, gt_area):
     gstart = torch.cumsum(gt_counts, 0) - gt_counts
 
     def pair_iou(di, gi, crowd):
-        img = det_img[di]  # [P, D]
-        ld = di - dstart[img]
-        lg = gi - gstart[img[:, :1]]
-        idx = p_off[img][:, :, None] + ld[:, :, None] * gt_counts[img][:, :, None] + lg[:, None, :]
+        img = det_img[di]  # [P]
+        idx = p_off[img] + (di - dstart[img]) * gt_counts[img] + (gi - gstart[img])
         i = inter[idx.clamp(max=max(inter.shape[0] - 1, 0))] if inter.numel() else torch.zeros(
             idx.shape, dtype=torch.float64, device=idx.device)
-        da = det_area[di][:, :, None]
-        ga = gt_area[gi][:, None, :]
-        u = torch.where(crowd[:, None, :], da, da + ga - i)
+        da, ga = det_area[di], gt_area[gi]
+        u = torch.where(crowd, da, da + ga - i)
         return torch.where(i > 0, i / u, torch.zeros((), dtype=torch.float64, device=i.device))
 
     return pair_iou
