@@ -281,3 +281,64 @@ def test_sharded_clustering_matches_sklearn():
     for name, value in out.items():
         oracle = getattr(sk, name.replace("index", "score"))(t, p)
         assert math.isclose(value, oracle, rel_tol=1e-12, abs_tol=1e-15), (name, value, oracle)
+
+
+# ---------------------------------------------------------------- detection: COCO mAP routed by class
+
+
+DETECTION = [dict(), dict(class_metrics=True, box_format="xywh"),
+             dict(iou_thresholds=[0.3, 0.5], rec_thresholds=[0.0, 0.5, 1.0], max_detection_thresholds=[1, 2, 3])]
+DET_KINDS = ("random", "one_class", "ties", "no_objects")
+
+
+def _images(seed: int, kind: str):
+    g = torch.Generator().manual_seed(seed)
+    preds, target = [], []
+    for _ in range(int(torch.randint(3, 40, (1,), generator=g))):
+        m = 0 if kind == "no_objects" else int(torch.randint(0, 6, (1,), generator=g))
+        n = 0 if kind == "no_objects" else int(torch.randint(0, 8, (1,), generator=g))
+        xy = torch.rand(m, 2, generator=g) * 300
+        gt = torch.cat([xy, xy + 5 + torch.rand(m, 2, generator=g) * 150], 1)
+        pick = torch.randint(0, max(m, 1), (n,), generator=g)
+        det = gt[pick] + torch.randn(n, 4, generator=g) * 4 if m else torch.rand(n, 4, generator=g) * 50
+        det = torch.cat([det[:, :2], torch.maximum(det[:, 2:], det[:, :2] + 1)], 1)
+        classes = 1 if kind == "one_class" else 5
+        gl, dl = torch.randint(0, classes, (m,), generator=g) * 3, torch.randint(0, classes, (n,), generator=g) * 3
+        scores = torch.randint(0, 4, (n,), generator=g) / 4 if kind == "ties" else torch.rand(n, generator=g)
+        preds.append(dict(boxes=det, scores=scores, labels=dl))
+        target.append(dict(boxes=gt, labels=gl, iscrowd=(torch.rand(m, generator=g) < 0.1).long(),
+                           area=torch.where(torch.rand(m, generator=g) < 0.3, torch.rand(m, generator=g) * 9000, 0.0)))
+    return preds, target
+
+
+def _detection_body(rank, world, seed):
+    out = []
+    for i, kw in enumerate(DETECTION):
+        m = fm.mean_average_precision(**kw)
+        assert distributed.shardable(m)
+        for j, kind in enumerate(DET_KINDS):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/d{i}/{j}/{k}")
+                preds, target = _images(seed * 1000 + i * 100 + j * 10 + k, kind)
+                cuts = _cuts(len(preds), world, scenario, rng)
+                states = [m.update(m.init(), preds[a:b], target[a:b]) for a, b in zip(cuts, cuts[1:])]
+                one = states[0]
+                for other in states[1:]:
+                    one = m.merge(one, other)
+                got, ref = distributed.finalize(m, states[rank]), m.finalize(one)
+                for key in ref:
+                    out.append((f"map{kw}/{kind}/{scenario}/{key}", got.get(key), ref[key], [], []))
+                assert sorted(got) == sorted(ref), (sorted(got), sorted(ref))
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, 3])
+def test_sharded_detection_equals_one_process(world):
+    _check(spawn(_detection_body, world, 41 + world, timeout=300))
+
+
+@pytest.mark.distributed
+@pytest.mark.slow
+def test_sharded_detection_equals_one_process_4_ranks():
+    _check(spawn(_detection_body, 4, 12, timeout=300))

@@ -7,6 +7,7 @@
 * the other exact score-curve metrics (multiclass / multilabel AUROC and AP, ROC and PR curves, the
   fixed-point metrics, EER, log-AUC, AUROC with ``max_fpr``): `columns`;
 * the clustering scores over a kept label table (``num_clusters=None``): `contingency`;
+* COCO mean average precision (``iou_type="bbox"``, ``average="macro"``): `detection`;
 * `spearman_corrcoef` and `kendall_rank_corrcoef` (states without NaN / inf): `spearman`, `kendall`;
 * a `fmetrics.collection`: each member by its path (retrieval members sharing a state route it once);
 * anything else: ``metric.finalize(reduce(metric, state))`` (today's gather path; for sum / min / max
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from adapters._shard import columns, comm, contingency, curves, kendall, retrieval, spearman
+from adapters._shard import columns, comm, contingency, curves, detection, kendall, retrieval, spearman
 
 __all__ = ["finalize", "shardable"]
 
-_PATHS = (retrieval, curves, spearman, kendall, columns, contingency)
+_PATHS = (retrieval, curves, spearman, kendall, columns, contingency, detection)
 
 
 def _members(metric):
