@@ -304,6 +304,8 @@ def _images(seed: int, kind: str):
         det = torch.cat([det[:, :2], torch.maximum(det[:, 2:], det[:, :2] + 1)], 1)
         classes = 1 if kind == "one_class" else 5
         gl, dl = torch.randint(0, classes, (m,), generator=g) * 3, torch.randint(0, classes, (n,), generator=g) * 3
+        if m:  # most detections take the class of the ground truth they were drawn from
+            dl = torch.where(torch.rand(n, generator=g) < 0.8, gl[pick], dl)
         scores = torch.randint(0, 4, (n,), generator=g) / 4 if kind == "ties" else torch.rand(n, generator=g)
         preds.append(dict(boxes=det, scores=scores, labels=dl))
         target.append(dict(boxes=gt, labels=gl, iscrowd=(torch.rand(m, generator=g) < 0.1).long(),

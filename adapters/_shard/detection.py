@@ -55,9 +55,10 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     det_img, det_labels, det_scores, det_boxes = comm.route(
         ctx, [torch.repeat_interleave(img, det_counts), det_labels, cat("det_scores", e(0)),
               cat("det_boxes", e(0, 4))], owner(det_labels, ctx.world))
+    crowd = cat("gt_crowd", e(0, dtype=torch.bool)).to(torch.int8)  # (gloo sends no bool)
     gt_img, gt_labels, gt_crowd, gt_area, gt_boxes = comm.route(
-        ctx, [torch.repeat_interleave(img, gt_counts), gt_labels, cat("gt_crowd", e(0, dtype=torch.bool)).to(torch.int8),
-              cat("gt_area", e(0)), cat("gt_boxes", e(0, 4))], owner(gt_labels, ctx.world))
+        ctx, [torch.repeat_interleave(img, gt_counts), gt_labels, crowd, cat("gt_area", e(0)),
+              cat("gt_boxes", e(0, 4))], owner(gt_labels, ctx.world))
     args = metric.recipe.arguments
     iou_t = torch.as_tensor(np.linspace(0.5, 0.95, 10) if args["iou_thresholds"] is None
                             else [float(v) for v in args["iou_thresholds"]], dtype=f64, device=ctx.comm)
