@@ -29,6 +29,7 @@ from adapters._shard import comm, sort
 from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import TASKS, Prepared, family
 from fmetrics.classification.curves.average_precision import _column as ap_column
+from fmetrics.classification.curves.fixed_point import _lexmax
 
 SCALAR = frozenset({"auroc", "average_precision"})
 CURVE = frozenset({"roc", "precision_recall_curve", "eer", "logauc", "recall_at_fixed_precision",
@@ -80,6 +81,9 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     if sum(int(r.total.sum()) for r in ranges) == 0:  # every entry dropped, or no rows: as one process
         return metric.finalize(local._replace(scores=(local.scores[0][:0],), labels=(local.labels[0][:0],),
                                               invalid=base.invalid))
+    if kind in FIXED:
+        p.curves(ctx, ranges, dtype, micro=False, pick=FIXED[kind](args[FLOOR[kind]], spec.absent_recall))
+        return metric.finish(p)
     if kind in CURVE or args.get("max_fpr") is not None:
         p.curves(ctx, ranges, dtype, micro=average == "micro")
         return metric.finish(p)
@@ -142,6 +146,41 @@ def _no_positives(n_neg: int, device) -> _curve.Counts:
                          torch.tensor(0, device=device), torch.tensor(n_neg, device=device), True)
 
 
+def _pr_pick(best_recall: bool):
+    """`fixed_point._on_pr`'s choice among a range's points: the lexicographic maximum of (value, limit,
+    threshold) where ``limit >= floor`` and the value is defined; the global choice is that of the ranges'."""
+    def make(floor: float, absent: float):
+        def pick(fps, tps, pos, neg, thr):
+            precision = _curve.divide(tps, tps + fps)
+            recall = _curve.divide(tps, pos) if pos else torch.full_like(precision, absent)
+            value, limit = (recall, precision) if best_recall else (precision, recall)
+            i = _lexmax([value, limit, thr.double()], (limit >= floor) & ~torch.isnan(value))
+            return None if i is None else int(i)
+        return pick
+    return make
+
+
+def _roc_pick(best_sensitivity: bool):
+    """`fixed_point._on_roc`'s choice among a range's points (decreasing thresholds): the first maximum of the
+    value where ``limit >= floor``; the global first maximum is among the ranges' (the leading (0, 0) point
+    is added by the metric's own finalize)."""
+    def make(floor: float, absent: float):
+        def pick(fps, tps, pos, neg, thr):
+            fpr, tpr = _curve.divide(fps, neg), _curve.divide(tps, pos)
+            value, limit = (tpr, 1 - fpr) if best_sensitivity else (1 - fpr, tpr)
+            ok = torch.nonzero(limit >= floor).reshape(-1)
+            return int(ok[torch.argmax(value[ok])]) if ok.numel() else None
+        return pick
+    return make
+
+
+# the fixed-point metrics: per column only each range's candidate point crosses the network (O(world) points)
+FIXED = {"recall_at_fixed_precision": _pr_pick(True), "precision_at_fixed_recall": _pr_pick(False),
+         "sensitivity_at_specificity": _roc_pick(True), "specificity_at_sensitivity": _roc_pick(False)}
+FLOOR = {"recall_at_fixed_precision": "min_precision", "precision_at_fixed_recall": "min_recall",
+         "sensitivity_at_specificity": "min_specificity", "specificity_at_sensitivity": "min_sensitivity"}
+
+
 class Global(Prepared):
     """The shared step of a curve family over every rank's rows: the global per-column `_curve.Counts`
     (`curves`) for the metric's own ``finish``; the rows themselves are never joined."""
@@ -151,16 +190,21 @@ class Global(Prepared):
         self._global: list = []
         self._micro = None
 
-    def curves(self, ctx: comm.Ctx, ranges: list, dtype: torch.dtype, micro: bool) -> None:
-        """The global counts of every column; some rank kept an entry (`Prepared.empty` reads the codes)."""
+    def curves(self, ctx: comm.Ctx, ranges: list, dtype: torch.dtype, micro: bool, pick=None) -> None:
+        """The global counts of every column (``pick``: only each range's candidate point, `FIXED`); some rank
+        kept an entry (`Prepared.empty` reads the codes)."""
         device = self.state.invalid.count.device
         self.state = self.state._replace(labels=(torch.zeros(1, dtype=torch.int8, device=device),))
         out = []
         for r in ranges:
             n_pos, n_neg = r.total
             pos_below, neg_below = _below(r)
-            points = comm.gather_rows(ctx, torch.stack([n_neg - neg_below, n_pos - pos_below], 1)).flip(0)
-            thr = comm.gather_rows(ctx, r.keys.to(dtype)).flip(0)
+            points, thr = torch.stack([n_neg - neg_below, n_pos - pos_below], 1), r.keys.to(dtype)  # ascending
+            if pick is not None:  # chosen in the curve's order: decreasing thresholds
+                i = pick(*points.flip(0).unbind(1), int(n_pos), int(n_neg), thr.flip(0))
+                keep = slice(0, 0) if i is None else slice(thr.shape[0] - 1 - i, thr.shape[0] - i)
+                points, thr = points[keep], thr[keep]
+            points, thr = comm.gather_rows(ctx, points).flip(0), comm.gather_rows(ctx, thr).flip(0)
             out.append(_curve.Counts(points[:, 0].to(device), points[:, 1].to(device), thr.to(device),
                                      n_pos.to(device), n_neg.to(device), True))
         if micro:
