@@ -344,3 +344,68 @@ def test_sharded_detection_equals_one_process(world):
 @pytest.mark.slow
 def test_sharded_detection_equals_one_process_4_ranks():
     _check(spawn(_detection_body, 4, 12, timeout=300))
+
+
+# ---------------------------------------------------------------- coverage, collections, deferred errors
+
+
+def test_shardable_reports_the_new_coverage():
+    yes = [fm.multiclass_auroc(num_classes=3), fm.multilabel_average_precision(num_labels=2, average="micro"),
+           fm.auroc(task="multiclass", num_classes=3), fm.binary_auroc(max_fpr=0.5), fm.multiclass_roc(num_classes=3),
+           fm.binary_precision_recall_curve(), fm.multilabel_specificity_at_sensitivity(num_labels=2, min_sensitivity=0.5),
+           fm.binary_eer(), fm.binary_logauc(), fm.adjusted_mutual_info_score(), fm.rand_score(),
+           fm.mean_average_precision(), fm.mean_average_precision(class_metrics=True)]
+    no = [fm.multiclass_auroc(num_classes=3, thresholds=5), fm.binary_roc(thresholds=[0.2, 0.5]),
+          fm.adjusted_rand_score(num_clusters=4), fm.mean_average_precision(iou_type="segm"),
+          fm.mean_average_precision(average="micro"), fm.mean_average_precision(extended_summary=True),
+          fm.binary_calibration_error()]
+    assert all(distributed.shardable(m) for m in yes), [m.name for m in yes if not distributed.shardable(m)]
+    assert not any(distributed.shardable(m) for m in no), [m.name for m in no if distributed.shardable(m)]
+
+
+def _collection_body(rank, world):
+    g = torch.Generator().manual_seed(8)
+    probs, labels = torch.rand(300, C, generator=g).softmax(1), torch.randint(0, C, (300,), generator=g)
+    lo, hi = [0, 0, 120][rank], [0, 120, 300][rank]  # an empty rank
+    col = fm.collection({"auroc": fm.multiclass_auroc(num_classes=C), "roc": fm.multiclass_roc(num_classes=C),
+                         "rfp": fm.multiclass_recall_at_fixed_precision(num_classes=C, min_precision=0.3),
+                         "ap": fm.multiclass_average_precision(num_classes=C, average="weighted")})
+    got = distributed.finalize(col, col.update(col.init(), probs[lo:hi], labels[lo:hi]))
+    return got, col(probs, labels)
+
+
+@pytest.mark.distributed
+def test_a_collection_of_curve_members_finalizes_each_by_its_path():
+    for got, one in spawn(_collection_body, 3, timeout=120):
+        assert sorted(got) == sorted(one)
+        for key in one:
+            assert _same(got[key], one[key]), key
+
+
+def _deferred_body(rank, world):
+    bad = rank == 1
+    cases = [(fm.multiclass_auroc(num_classes=3), (torch.rand(2, 3), torch.tensor([0, 7 if bad else 1]))),
+             (fm.multilabel_roc(num_labels=2), (torch.rand(2, 2), torch.tensor([[0, 1], [1, 3 if bad else 0]]))),
+             (fm.rand_score(), (torch.tensor([0.0, 1.0]), torch.tensor([1.0, math.nan if bad else 0.0]))),
+             (fm.mean_average_precision(), ([dict(boxes=torch.tensor([[0.0, 0, 5, 5]]), labels=torch.tensor([1]),
+                                                  scores=torch.tensor([math.nan if bad else 0.5]))],
+                                            [dict(boxes=torch.tensor([[0.0, 0, 5, 5]]), labels=torch.tensor([1]))]))]
+    out = []
+    for m, inputs in cases:
+        with fm.validation.mode("deferred"):
+            s = m.update(m.init(), *inputs)
+        try:
+            distributed.finalize(m, s)
+            out.append(None)
+        except ValueError as err:
+            out.append(str(err))
+    return out
+
+
+@pytest.mark.distributed
+def test_a_deferred_error_on_one_rank_raises_on_every_rank():
+    per_rank = spawn(_deferred_body, 2, timeout=120)
+    for i, name in enumerate(("multiclass_auroc", "multilabel_roc", "rand_score", "mean_average_precision")):
+        messages = [r[i] for r in per_rank]
+        assert all(msg is not None and msg.startswith(name) for msg in messages), messages
+        assert messages[0] == messages[1]
