@@ -352,7 +352,8 @@ def test_sharded_detection_equals_one_process_4_ranks():
 def test_shardable_reports_the_new_coverage():
     yes = [fm.multiclass_auroc(num_classes=3), fm.multilabel_average_precision(num_labels=2, average="micro"),
            fm.auroc(task="multiclass", num_classes=3), fm.binary_auroc(max_fpr=0.5), fm.multiclass_roc(num_classes=3),
-           fm.binary_precision_recall_curve(), fm.multilabel_specificity_at_sensitivity(num_labels=2, min_sensitivity=0.5),
+           fm.binary_precision_recall_curve(),
+           fm.multilabel_specificity_at_sensitivity(num_labels=2, min_sensitivity=0.5),
            fm.binary_eer(), fm.binary_logauc(), fm.adjusted_mutual_info_score(), fm.rand_score(),
            fm.mean_average_precision(), fm.mean_average_precision(class_metrics=True)]
     no = [fm.multiclass_auroc(num_classes=3, thresholds=5), fm.binary_roc(thresholds=[0.2, 0.5]),
