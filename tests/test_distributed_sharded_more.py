@@ -152,7 +152,7 @@ def _check(results):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_sharded_curves_equal_one_process(world):
     _check(spawn(_body, world, 21 + world, METRICS, timeout=300))
 
@@ -248,7 +248,7 @@ def _clustering_body(rank, world, seed):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_sharded_clustering_equals_one_process(world):
     _check(spawn(_clustering_body, world, 31 + world, timeout=300))
 
@@ -335,7 +335,7 @@ def _detection_body(rank, world, seed):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_sharded_detection_equals_one_process(world):
     _check(spawn(_detection_body, world, 41 + world, timeout=300))
 

@@ -60,8 +60,8 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     cells, n = _merge(*route_cells(ctx, ti, pj))
     a_keys, a = _marginal(ctx, cells[:, 0], n)
     b_keys, b = _marginal(ctx, cells[:, 1], n)
-    ints = torch.stack([n.sum(), torch.tensor(a_keys.shape[0]), torch.tensor(b_keys.shape[0]), (n * n).sum(),
-                        (a * a).sum(), (b * b).sum()]).to(ctx.comm)
+    labels = torch.tensor([a_keys.shape[0], b_keys.shape[0]], device=ctx.comm)
+    ints = torch.cat([n.sum()[None], labels, torch.stack([(n * n).sum(), (a * a).sum(), (b * b).sum()])])
     dist.all_reduce(ints, group=ctx.group)
     total, rows, cols, sum_sq, sum_a2, sum_b2 = (int(v) for v in ints)
     if total == 0:
