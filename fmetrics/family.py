@@ -57,6 +57,7 @@ class Family:
       weigh_rows: optional closed-form row weighting of the state for the
         wrappers (see `Metric`); a state whose fields all merge by tag does
         not need one.
+      host_rows: optional one-row states of a host-input batch in one call (see `Metric`).
     """
 
     name: str
@@ -69,6 +70,7 @@ class Family:
     check: Optional[Callable[..., None]] = None
     host_input: bool = False
     weigh_rows: Optional[Callable[[Any, Any], Any]] = None
+    host_rows: Optional[Callable[..., Any]] = None
     _merge: Callable = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -88,4 +90,5 @@ class Family:
         """
         return Metric(init=self.init, update=self.update, merge=self._merge, shared=self.shared, finish=finish,
                       name=name, state_key=self.state_key, reductions=self.reductions, check=self.check,
-                      host_input=self.host_input, weigh_rows=self.weigh_rows, **metadata)
+                      host_input=self.host_input, weigh_rows=self.weigh_rows, host_rows=self.host_rows,
+                      **metadata)

@@ -31,7 +31,8 @@ from fmetrics.recipe import Recipe, factory, map_parameters, parameters, rebuild
 __all__ = ["Metric", "from_output"]
 
 _FIELDS = ("init", "update", "merge", "finalize", "name", "state_key", "reductions", "recipe", "check",
-           "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input", "weigh_rows")
+           "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input", "weigh_rows",
+           "host_rows")
 
 
 class Metric:
@@ -70,6 +71,10 @@ class Metric:
         ``i`` ``weights[r, i]`` times. Only needed for a state with fields that
         only ``merge`` knows (tag ``None``); without it such rows are weighted
         by repeated merges (exact, slower).
+      host_rows: optional ``host_rows(*inputs)`` for a host-input metric of sum
+        fields: the batch's one-row states ``update(init(), row_i)`` stacked on a
+        leading axis, in one call (wrappers that weigh rows otherwise update one
+        row at a time). `replace` drops it when ``update`` or ``inputs`` change.
 
     Example::
 
@@ -105,6 +110,7 @@ class Metric:
         bounds: tuple = (None, None),
         host_input: bool = False,
         weigh_rows: Optional[Callable[[Any, torch.Tensor], Any]] = None,
+        host_rows: Optional[Callable[..., Any]] = None,
     ):
         if finalize is None:
             if finish is None:
@@ -119,7 +125,7 @@ class Metric:
                       reductions=reductions, recipe=recipe, check=check, inputs=inputs, shared=shared,
                       finish=finish, higher_is_better=higher_is_better, is_differentiable=is_differentiable,
                       bounds=tuple(bounds), host_input=host_input,
-                      weigh_rows=weigh_rows)
+                      weigh_rows=weigh_rows, host_rows=host_rows)
         for k, v in values.items():
             object.__setattr__(self, "_" + k, v)
         object.__setattr__(self, "_cats", _has_cat(reductions))
@@ -138,6 +144,7 @@ class Metric:
     bounds = property(lambda self: self._bounds)
     host_input = property(lambda self: self._host_input)
     weigh_rows = property(lambda self: self._weigh_rows)
+    host_rows = property(lambda self: self._host_rows)
 
     @property
     def state_key(self) -> Optional[Hashable]:
@@ -246,6 +253,8 @@ class Metric:
                 fields["state_key"] = self.state_key  # keep sharing what the recipe shared
         if "finalize" not in changes and ("shared" in changes or "finish" in changes):
             fields["finalize"] = None
+        if "host_rows" not in changes and ("update" in changes or "inputs" in changes):
+            fields["host_rows"] = None  # the rows of the old update
         fields.update(changes)
         return Metric(**fields)
 

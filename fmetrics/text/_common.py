@@ -8,6 +8,7 @@ touched and names the metric and the argument.
 from __future__ import annotations
 
 import importlib
+from itertools import chain
 from typing import Any, Sequence
 
 import torch
@@ -46,6 +47,8 @@ def sentences(metric: str, arg: str, x: Any) -> list:
         return [x]
     if not isinstance(x, (list, tuple)):
         raise validation.fail(metric, arg, "a string or a list of strings", _kind(x))
+    if set(map(type, x)) <= {str}:
+        return list(x)
     for i, s in enumerate(x):
         if not isinstance(s, str):
             raise validation.fail(metric, arg, "a list of strings", f"a {_kind(s)} at position {i}")
@@ -64,6 +67,11 @@ def references(metric: str, arg: str, x: Any, n: int, allow_single: bool = True)
                               f"a {_kind(x)}")
     if len(x) != n:
         raise validation.fail(metric, arg, f"one entry per prediction ({n} predictions)", f"{len(x)} entries")
+    kinds = set(map(type, x))
+    if kinds <= {list, tuple} and all(x) and set(map(type, chain.from_iterable(x))) <= {str}:
+        return list(x) if kinds <= {list} else list(map(list, x))  # the usual input, checked by C loops
+    if kinds == {str} and allow_single:
+        return [[r] for r in x]
     out = []
     for i, refs in enumerate(x):
         if isinstance(refs, str):
@@ -94,14 +102,17 @@ def pair_lists(metric: str, preds: Any, target: Any) -> tuple[list, list]:
     return p, t
 
 
-def counts_family(name: str, key, State, update, dtypes: dict | None = None, shapes: dict | None = None,
-                  cats: Sequence[str] = ()) -> Family:
+def counts_family(name: str, key, State, update=None, dtypes: dict | None = None, shapes: dict | None = None,
+                  cats: Sequence[str] = (), rows=None) -> Family:
     """A host-input family over ``State`` (a module-level NamedTuple) of sum-merged counts.
 
     ``update(*inputs)`` returns a dict of this batch's counts (it raises, on bad
     input, before the state is touched). ``dtypes`` maps a field to
     ``torch.float64`` (default int64); ``shapes`` gives non-scalar shapes;
     ``cats`` names concatenating fields (per-sentence scores, tag ``"cat"``).
+    ``rows(*inputs)`` (instead of ``update``; sum fields only) returns each
+    sentence's counts stacked on a leading axis: the batch's counts are their
+    sums, and the family's ``host_rows`` gives wrappers the one-row states in one call.
     """
     dtypes, shapes = dtypes or {}, shapes or {}
     fields = State._fields
@@ -109,6 +120,13 @@ def counts_family(name: str, key, State, update, dtypes: dict | None = None, sha
     def init():
         return State(*(() if f in cats else
                        torch.zeros(shapes.get(f, ()), dtype=dtypes.get(f, torch.int64)) for f in fields))
+
+    def host_rows(*inputs):
+        new = rows(*inputs)
+        return State(*(torch.as_tensor(new[f], dtype=dtypes.get(f, torch.int64)) for f in fields))
+
+    if rows is not None:
+        update = lambda *inputs: {f: x.sum(0) for f, x in zip(fields, host_rows(*inputs))}  # noqa: E731
 
     def wrapped(state, *inputs, **kwargs):
         new = update(*inputs, **kwargs)
@@ -121,7 +139,8 @@ def counts_family(name: str, key, State, update, dtypes: dict | None = None, sha
         return State(*out)
 
     reductions = State(*("cat" if f in cats else "sum" for f in fields))
-    return Family(name=name, key=key, init=init, update=wrapped, reductions=reductions, host_input=True)
+    return Family(name=name, key=key, init=init, update=wrapped, reductions=reductions, host_input=True,
+                  host_rows=None if rows is None else host_rows)
 
 
 def empty(metric: str, n: Any) -> bool:

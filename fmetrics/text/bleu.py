@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from itertools import chain
 from typing import Any, Literal, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -37,11 +38,13 @@ class BleuState(NamedTuple):
     sentences: torch.Tensor
 
 
-def bleu_stats(hyps: list, refs: list, n_gram: int) -> dict:
-    """Sufficient statistics of tokenized ``hyps`` (lists of tokens) against ``refs`` (lists of token lists)."""
-    owner = np.repeat(np.arange(len(hyps), dtype=np.int64), [len(r) for r in refs])
-    flat_refs = [r for rs in refs for r in rs]
-    tok, lens = _ngrams.encode_words([*hyps, *flat_refs])
+def bleu_rows(hyps: list, refs: list, per_hyp: np.ndarray, n_gram: int) -> dict:
+    """Per-sentence sufficient statistics of ``hyps`` (strings of whitespace-separated tokens) against ``refs``
+    (such strings, ``per_hyp[i]`` of them for hypothesis ``i``, in order): ``preds_len`` and ``target_len``
+    ``(H,)``, ``numerator`` and ``denominator`` ``(H, n_gram)``, ``sentences`` ones -- the batch's
+    statistics are their sums."""
+    owner = np.repeat(np.arange(len(hyps), dtype=np.int64), per_hyp)
+    tok, lens = _ngrams.encode_texts([*hyps, *refs])
     H = len(hyps)
     hyp_len, ref_lens = lens[:H], lens[H:]
     # closest reference length per hypothesis, ties to the shorter: minimize (|c - r|, r)
@@ -52,26 +55,28 @@ def bleu_stats(hyps: list, refs: list, n_gram: int) -> dict:
         closest = ref_lens[order][first]
     else:
         closest = np.zeros(0, dtype=np.int64)
-    num = np.zeros(n_gram, dtype=np.int64)
-    den = np.zeros(n_gram, dtype=np.int64)
+    num = np.zeros((H, n_gram), dtype=np.int64)
+    den = np.zeros((H, n_gram), dtype=np.int64)
     owner_all = np.r_[np.arange(H, dtype=np.int64), owner]  # segment -> hypothesis
     for n, (seg, gid, G) in enumerate(_ngrams.ngram_orders(tok, lens, n_gram)):
         is_hyp = seg < H
         hyp = (seg[is_hyp], gid[is_hyp], G)
         ref = (seg[~is_hyp], gid[~is_hyp], G)
-        matched, total = _ngrams.clipped_matches(hyp, ref, owner_all, H)
-        num[n], den[n] = matched.sum(), total.sum()
-    return {"preds_len": int(hyp_len.sum()), "target_len": int(closest.sum()), "numerator": num,
-            "denominator": den, "sentences": H}
+        num[:, n], den[:, n] = _ngrams.clipped_matches(hyp, ref, owner_all, H)
+    return {"preds_len": hyp_len, "target_len": closest, "numerator": num, "denominator": den,
+            "sentences": np.ones(H, dtype=np.int64)}
 
 
 def _family(name: str, n_gram: int, tokenize_fn, key):
-    def update(preds: Any, target: Any) -> dict:
+    """``tokenize_fn(sentence)``: the sentence's tokens as one string, separated by whitespace."""
+    def rows(preds: Any, target: Any) -> dict:
         hyps = sentences(name, "preds", preds)
         refs = references(name, "target", target, len(hyps))
-        return bleu_stats([tokenize_fn(h) for h in hyps], [[tokenize_fn(r) for r in rs] for rs in refs], n_gram)
+        per_hyp = np.fromiter(map(len, refs), dtype=np.int64, count=len(refs))
+        return bleu_rows(list(map(tokenize_fn, hyps)), list(map(tokenize_fn, chain.from_iterable(refs))), per_hyp,
+                         n_gram)
 
-    return counts_family("bleu", key, BleuState, update, shapes={"numerator": (n_gram,), "denominator": (n_gram,)})
+    return counts_family("bleu", key, BleuState, rows=rows, shapes={"numerator": (n_gram,), "denominator": (n_gram,)})
 
 
 def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequence[float], smooth: bool) -> float:
@@ -158,7 +163,7 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
         tensor(0.7598, dtype=torch.float64)
     """
     _weights("bleu_score", n_gram, weights)
-    fam = _family("bleu_score", n_gram, str.split, ("split", n_gram))
+    fam = _family("bleu_score", n_gram, str, ("split", n_gram))
     return _metric("bleu_score", fam, n_gram, bool(smooth), weights)
 
 
@@ -188,10 +193,10 @@ def _sacre_tokenizer(name: str, tokenize: str, lowercase: bool):
 
     tok = _get_tokenizer(tokenize)()
 
-    def tokenize_fn(s: str) -> list:
+    def tokenize_fn(s: str) -> str:
         if lowercase:
             s = s.lower()
-        return tok(s.rstrip()).split()
+        return tok(s.rstrip())
 
     return tokenize_fn
 

@@ -87,6 +87,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     def one_row_states(inputs, n):
         if not metric.host_input:
             return _rows.row_states(metric, inputs, {})
+        if metric.host_rows is not None:  # the metric's per-row statistics of the whole batch (BLEU)
+            return metric.host_rows(*inputs)
         init = metric.init()  # host data (strings): one update per row, the states stacked
         states = [metric.update(init, *(x[i:i + 1] if _has_rows(x) else x for x in inputs)) for i in range(n)]
         return tree_map(lambda *xs: torch.stack(xs), *states)
