@@ -35,16 +35,17 @@ def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor, sources: bo
     rank (to send answers back: `route` to them keeps the order)."""
     columns = [c.to(ctx.comm) for c in columns]
     dest = dest.to(ctx.comm)
-    outs, recv = deliver(ctx, lambda: [(columns, dest)], [c[:0] for c in columns], counts=True)
+    outs, recv = deliver(ctx, lambda sending: [(columns, dest)], [c[:0] for c in columns], counts=True)
     outs = outs[0]
     if not sources:
         return outs
     return outs, torch.repeat_interleave(torch.arange(ctx.world, device=ctx.comm), recv[:, 0])
 
 
-def deliver(ctx: Ctx, blocks: Callable[[], Iterable], like: list[torch.Tensor], channels: int = 1,
+def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tensor], channels: int = 1,
             alloc: Optional[Callable] = None, counts: bool = False):
-    """Streams rows to ranks: ``blocks()`` yields (a fresh iterator each call) ``(columns, dest)`` pairs, ``dest``
+    """Streams rows to ranks: ``blocks(sending)`` yields ``(columns, dest)`` pairs (the same rows on both calls:
+    ``sending`` is False on the counting pass, True on the sending one, when a block is sent once), ``dest``
     an int64 per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
     columns received (dtype and trailing shape of ``like``, the same on every rank), in source-rank order and
     within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source.
@@ -60,7 +61,7 @@ def deliver(ctx: Ctx, blocks: Callable[[], Iterable], like: list[torch.Tensor], 
     ints = [i for i, c in enumerate(like) if c.dtype in (torch.int16, torch.int32, torch.int64)]
     send = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
     flags = torch.zeros(1 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rounds, then -low / high
-    for cols, dest in _rounds(blocks(), limit):
+    for cols, dest in _rounds(blocks(False), limit):
         flags[0] += 1
         send += torch.bincount(dest[dest >= 0], minlength=width)
         for k, i in enumerate(ints):
@@ -81,7 +82,7 @@ def deliver(ctx: Ctx, blocks: Callable[[], Iterable], like: list[torch.Tensor], 
     at = (torch.cumsum(recv, 0) - recv).tolist()  # per source and channel: where its rows go next
     alloc = alloc or (lambda n, c: c.new_empty((n,) + tuple(c.shape[1:])))
     outs = [[alloc(int(recv[:, ch].sum()), c) for c in like] for ch in range(channels)]
-    steps = iter(_rounds(blocks(), limit))
+    steps = iter(_rounds(blocks(True), limit))
     for _ in range(int(flags[0])):
         cols, dest = next(steps, (None, None))
         if cols is None:

@@ -43,33 +43,77 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     spec = family(metric.name, "binary", 1, None, args["ignore_index"], args["validate_args"])
     base = reduce(metric, state._replace(scores=(), labels=()))
     device = base.invalid.count.device
-    scores = cat_chunks(state.scores, torch.empty(0, device=device))
-    codes = cat_chunks(state.labels, torch.empty(0, dtype=torch.int8, device=device))
-    (dtype,) = comm.promoted(ctx, [scores.dtype if state.scores else None])
+    (dtype,) = comm.promoted(ctx, [state.scores[0].dtype if state.scores else None])
     if dtype is None:
         return metric.finalize(base)
-    scores, labels = spec._binary_kept(scores.to(dtype), codes)  # as one process decodes the joined chunks
-    keys, counts = sort.distinct_labels(scores.to(ctx.comm), labels.to(ctx.comm))
-    r = sort.sample_sort(ctx, keys, counts)  # keys travel in the scores' dtype
-    keys, pos, neg = r.keys.double(), r.counts[:, 0], r.counts[:, 1]
-    n_pos, n_neg = (int(v) for v in r.total)
-    pos_below = r.below[0] + torch.cumsum(pos, 0) - pos
-    neg_below = r.below[1] + torch.cumsum(neg, 0) - neg
-    pos_f, neg_f = pos.double(), neg.double()
-    area = (pos_f * (neg_below.double() + neg_f / 2)).sum()
-    tp, fp = (n_pos - pos_below).double(), (n_neg - neg_below).double()
-    ap = (pos_f * tp / (tp + fp).clamp_min(1)).sum()
-    soft = ((keys != 0) & (keys != 1)).any().double()
-    sums = torch.stack([area, ap, soft])
+    chunks = list(zip(state.scores, state.labels))
+    if [s.shape[0] for s, _ in chunks] != [c.shape[0] for _, c in chunks]:  # (not one chunk per update)
+        chunks = [(cat_chunks(state.scores, None), cat_chunks(state.labels, None))]
+
+    def kept():  # per chunk, as one process decodes the joined chunks
+        for scores, codes in chunks:
+            scores, labels = spec._binary_kept(scores.to(dtype), codes)
+            yield scores.to(ctx.comm), labels.to(ctx.comm)
+
+    like = torch.empty(0, dtype=dtype, device=ctx.comm)
+    cut = sort.cuts(ctx, [s for s, _ in kept()], like)
+    points = torch.zeros((cut.shape[0], 2), dtype=torch.int64, device=ctx.comm)  # (negatives, positives) at cuts
+    soft = torch.zeros((), dtype=torch.int64, device=ctx.comm)
+    for scores, labels in kept():
+        a, at = sort.place(scores, cut)
+        points.view(-1).index_add_(0, a[at] * 2 + labels[at], torch.ones_like(a[at]))
+        soft += ((scores != 0) & (scores != 1)).any()
+
+    def blocks(sending):  # channel 0: negatives, 1: positives; rows at a cut stay
+        for scores, labels in kept():
+            a, at = sort.place(scores, cut)
+            yield [scores], torch.where(at, -1, a * 2 + labels)
+
+    (neg,), (pos,) = comm.deliver(ctx, blocks, [like], channels=2)
+    neg, pos = sort.sorted_in_place(neg), sort.sorted_in_place(pos)
+    mine = torch.tensor([neg.shape[0], pos.shape[0]], dtype=torch.int64, device=ctx.comm)
+    every = [torch.empty_like(mine) for _ in range(ctx.world)]
+    dist.all_gather(every, mine, group=ctx.group)
+    flags = torch.cat([points.view(-1), soft.view(1)])
+    dist.all_reduce(flags, group=ctx.group)
+    points, hard = flags[:-1].view(-1, 2), not bool(flags[-1] > 0)
+    ranges = torch.stack(every)
+    under, under_cut = sort.below(ranges, points)
+    n_neg, n_pos = (int(v) for v in ranges.sum(0) + points.sum(0))
+    sums = _range_sums(neg, pos, under[ctx.rank], n_neg, n_pos)
     dist.all_reduce(sums, group=ctx.group)
-    hard = not bool(sums[2] > 0)
     if n_pos + n_neg == 0:  # every row dropped (ignore_index, invalid labels): as one process
         return metric.finalize(base)
     value = metric.finalize(_stand_in(metric, base, n_pos > 0, n_neg > 0, hard, device))
     if n_pos == 0 or n_neg == 0:
         return value
-    out = sums[0] / (n_pos * n_neg) if metric.name == "binary_auroc" else sums[1] / n_pos
+    p_cut, n_cut = points[:, 1].double(), points[:, 0].double()  # rows tied at a cut: the same on every rank
+    nb, pb = under_cut[:, 0].double(), under_cut[:, 1].double()
+    area = sums[0] + (p_cut * (nb + n_cut / 2)).sum()
+    tp, fp = n_pos - pb, n_neg - nb
+    ap = sums[1] + (p_cut * tp / (tp + fp).clamp_min(1)).sum()
+    out = area / (n_pos * n_neg) if metric.name == "binary_auroc" else ap / n_pos
     return out.to(device=value.device, dtype=value.dtype)
+
+
+STEP = 1 << 18  # positives per step of the per-range sums
+
+
+def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg: int, n_pos: int):
+    """float64 ``(area, AP sum)`` of this rank's range from its sorted negative and positive scores, in steps of
+    `STEP` positives: a positive's negatives below are ``under + #neg < p + #neg == p / 2`` (searchsorted),
+    ``TP_>=p = P - (positives below p)``, ``FP_>=p = N - (negatives below p)``."""
+    nb0, pb0 = int(under[0]), int(under[1])
+    half = torch.zeros((), dtype=torch.int64, device=pos.device)
+    ap = torch.zeros((), dtype=torch.float64, device=pos.device)
+    for lo in range(0, pos.shape[0], STEP):
+        p = pos[lo: lo + STEP]
+        left, right = torch.searchsorted(neg, p), torch.searchsorted(neg, p, right=True)
+        half += (left + right).sum()
+        tp = (n_pos - pb0 - torch.searchsorted(pos, p)).double()
+        ap += (tp / (tp + (n_neg - nb0 - left).double())).sum()
+    area = pos.shape[0] * float(nb0) + half.double() / 2
+    return torch.stack([area, ap])
 
 
 def _stand_in(metric, base, has_pos: bool, has_neg: bool, hard: bool, device):

@@ -121,3 +121,47 @@ def answer(ctx: comm.Ctx, r: Range, per_key: torch.Tensor) -> torch.Tensor:
     """``per_key`` (one value per key of ``r``) sent back to the ranks that brought each key: every rank gets
     one value per key it passed to `sample_sort`, in its order (its keys ascend, so do their ranges)."""
     return comm.route(ctx, [per_key[r.inverse]], r.sources)[0]
+
+
+def cuts(ctx: comm.Ctx, parts: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
+    """Up to ``world - 1`` distinct ascending cut values: the quantiles of `SAMPLE` values per rank (drawn at
+    seeded random positions of ``parts``, this rank's values in any order, in ``like``'s dtype on every rank). With
+    `place`, values strictly between cuts ``a - 1`` and ``a`` belong to rank ``a``; a value equal to a cut is
+    counted, not routed (so a heavily tied value never piles its rows onto one rank)."""
+    n = sum(p.shape[0] for p in parts)
+    take = torch.randint(0, max(n, 1), (min(SAMPLE, n),), generator=torch.Generator().manual_seed(ctx.rank))
+    take, picked, lo = take.sort().values, [], 0
+    for p in parts:
+        picked.append(p[(take[(take >= lo) & (take < lo + p.shape[0])] - lo).to(p.device)])
+        lo += p.shape[0]
+    pooled = torch.sort(comm.gather_rows(ctx, torch.cat(picked) if picked else like)).values
+    if pooled.shape[0] == 0:
+        return pooled
+    return torch.unique(pooled[torch.arange(1, ctx.world, device=pooled.device) * pooled.shape[0] // ctx.world])
+
+
+def place(values: torch.Tensor, cut: torch.Tensor):
+    """``(range, at_cut)`` of each value: the index of the first cut ``>= value`` and whether it equals it."""
+    values = values.contiguous()
+    a = torch.searchsorted(cut, values)
+    if cut.shape[0] == 0:
+        return a, torch.zeros_like(a, dtype=torch.bool)
+    return a, cut[a.clamp(max=cut.shape[0] - 1)] == values
+
+
+def below(ranges: torch.Tensor, points: torch.Tensor):
+    """Rows below each range and below each cut: ranges ``(world, C)`` and cut points ``(k, C)`` interleave as
+    range 0, cut 0, range 1, ..., cut k - 1, range k (ranges past k are empty)."""
+    k = points.shape[0]
+    seq = torch.zeros((2 * ranges.shape[0] - 1, ranges.shape[1]), dtype=torch.int64, device=ranges.device)
+    seq[0::2], seq[1: 2 * k: 2] = ranges, points
+    prefix = torch.cumsum(seq, 0) - seq
+    return prefix[0::2], prefix[1: 2 * k: 2]
+
+
+def sorted_in_place(x: torch.Tensor) -> torch.Tensor:
+    """``x`` sorted ascending: in place by numpy on the CPU (no index array), else ``torch.sort``."""
+    if x.device.type == "cpu" and x.dtype != torch.bfloat16 and x.is_contiguous():
+        x.numpy().sort()
+        return x
+    return torch.sort(x).values

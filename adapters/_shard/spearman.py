@@ -12,6 +12,7 @@ Warnings (a constant column, fewer than 2 rows) come from the metric on a small 
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -25,40 +26,179 @@ def applies(metric) -> bool:
 
 
 def finalize(ctx: comm.Ctx, metric, state, reduce):
-    joined = columns(ctx, metric, state, reduce)
+    joined = chunked(ctx, metric, state, reduce)
     if not isinstance(joined, tuple):
         return joined  # the gather path's value
-    x, y, n, device = joined
-    mid = (n + 1) / 2
-    sums = []
-    for j in range(x.shape[1]):
-        cx, cy = average_ranks(ctx, x[:, j]) - mid, average_ranks(ctx, y[:, j]) - mid
-        sums.append(torch.stack([(cx * cy).sum(), (cx * cx).sum(), (cy * cy).sum()]))
+    xs, ys, n, device, dtypes = joined
+    width = metric.recipe.arguments["num_outputs"]
+    packed = dtypes == (torch.float32, torch.float32) and ctx.comm.type == "cpu" and n < 2**31 - 1
+    if packed:
+        sums = [_packed_sums(ctx, [c[:, j] for c in xs], [c[:, j] for c in ys], n) for j in range(width)]
+    else:
+        x, y = _joined(xs, width), _joined(ys, width)
+        sums = [_sums(ctx, x[:, j], y[:, j], n) for j in range(width)]
     sums = torch.stack(sums)
     dist.all_reduce(sums, group=ctx.group)
     cov, m2x, m2y = sums.unbind(1)
-    value = metric.finalize(stand_in(metric, m2x == 0, m2y == 0, x.shape[1], device))
+    value = metric.finalize(stand_in(metric, m2x == 0, m2y == 0, width, device))
     rho = torch.clamp(cov / (torch.sqrt(m2x) * torch.sqrt(m2y)), -1, 1)
     rho = torch.where((m2x == 0) | (m2y == 0), torch.nan, rho)
     rho = rho.to(device=value.device, dtype=value.dtype)
-    return rho[0] if x.shape[1] == 1 else rho
+    return rho[0] if width == 1 else rho
 
 
-def columns(ctx: comm.Ctx, metric, state, reduce):
-    """``(x, y, n, device)``: this rank's ``(N, D)`` columns on the comm device in every rank's promoted dtypes
-    and the global row count; or the gather path's value, for a state with NaN / inf or fewer than 2 rows."""
-    width = metric.recipe.arguments["num_outputs"]
+def _sums(ctx: comm.Ctx, x: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
+    """This rank's ``(sum (rx - m)(ry - m), sum (rx - m)^2, sum (ry - m)^2)``, ranks sent back to their rows."""
+    mid = (n + 1) / 2
+    cx, cy = average_ranks(ctx, x) - mid, average_ranks(ctx, y) - mid
+    return torch.stack([(cx * cy).sum(), (cx * cx).sum(), (cy * cy).sum()])
+
+
+def chunked(ctx: comm.Ctx, metric, state, reduce):
+    """``(xs, ys, n, device, dtypes)``: this rank's ``(rows, D)`` chunks of preds and target on the comm device in
+    every rank's promoted ``dtypes`` and the global row count; or the gather path's value, for a state with NaN / inf or
+    fewer than 2 rows."""
     reduce(metric, state._replace(preds=(), target=()))  # every rank checks the metric and the layout
     device = next((c.device for c in state.preds), torch.device("cpu"))
-    x = cat_chunks(state.preds, torch.empty(0, width))
-    y = cat_chunks(state.target, torch.empty(0, width))
-    dx, dy = comm.promoted(ctx, [x.dtype if state.preds else None, y.dtype if state.target else None])
-    flags = torch.tensor([x.shape[0], int((~(torch.isfinite(x) & torch.isfinite(y))).sum())], device=ctx.comm)
+    xs, ys = list(state.preds), list(state.target)
+    if [c.shape[0] for c in xs] != [c.shape[0] for c in ys]:  # (not one chunk per update)
+        xs, ys = [torch.cat(xs)], [torch.cat(ys)]
+    dx, dy = comm.promoted(ctx, [xs[0].dtype if xs else None, ys[0].dtype if ys else None])
+    bad = sum(int((~(torch.isfinite(x) & torch.isfinite(y))).sum()) for x, y in zip(xs, ys))
+    flags = torch.tensor([sum(c.shape[0] for c in xs), bad], device=ctx.comm)
     dist.all_reduce(flags, group=ctx.group)
     n, nonfinite = int(flags[0]), int(flags[1])
     if nonfinite or n < 2:  # nan_strategy / at most one row: as one process, on the gathered rows
         return metric.finalize(reduce(metric, state))
-    return x.to(ctx.comm, dx), y.to(ctx.comm, dy), n, device
+    return [c.to(ctx.comm, dx) for c in xs], [c.to(ctx.comm, dy) for c in ys], n, device, (dx, dy)
+
+
+def columns(ctx: comm.Ctx, metric, state, reduce):
+    """`chunked`, each side joined into one ``(N, D)`` tensor."""
+    joined = chunked(ctx, metric, state, reduce)
+    if not isinstance(joined, tuple):
+        return joined
+    width = metric.recipe.arguments["num_outputs"]
+    xs, ys, n, device, _ = joined
+    return _joined(xs, width), _joined(ys, width), n, device
+
+
+def _joined(chunks: list[torch.Tensor], width: int) -> torch.Tensor:
+    return cat_chunks(chunks, torch.empty(0, width))
+
+
+STEP = 1 << 18  # rows per step of the packed stages
+_LOW = 0xFFFFFFFF
+
+
+def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], n: int) -> torch.Tensor:
+    """`_sums` of float32 columns in two routes of packed int64 rows, each rank holding about its own rows:
+
+    1. cuts of x and of y (`sort.cuts`) and one ``all_reduce`` of the rows per range and per cut value give
+       the rows below every range and cut; a row tied at a cut has its rank at once (``below + (count + 1) / 2``).
+    2. rows ``(x bits << 32) | y bits`` go to their x range and are sorted in place there: a row's doubled rank
+       ``2 rx = 2 below + first + last + 1`` comes from its run of equal x (two ``searchsorted``).
+    3. rows ``(y bits << 32) | 2 rx`` go to their y range (rows at an x cut from their rank, the others from
+       the x range, whose buffer shrinks as it is sent), sorted there: ``2 ry`` likewise.
+
+    Sums are of the doubled centred ranks ``2r - (n + 1)`` (the coefficient's ratio is unchanged)."""
+    like, n1 = torch.empty(0, dtype=torch.float32), n + 1
+    cut_x, cut_y = sort.cuts(ctx, xs, like), sort.cuts(ctx, ys, like)
+    hist = torch.cat([_histogram(xs, cut_x, ctx.world), _histogram(ys, cut_y, ctx.world)])
+    dist.all_reduce(hist, group=ctx.group)
+    w, kx = ctx.world, cut_x.shape[0]
+    (bx, bx_cut), (by, by_cut) = (sort.below(h[:w, None], h[w:, None])
+                                  for h in (hist[: 2 * w - 1][: w + kx], hist[2 * w - 1:][: w + cut_y.shape[0]]))
+    at_x = (2 * bx_cut[:, 0] + hist[w: w + kx] + 1).numpy()  # doubled ranks of the rows at each cut
+    at_y = (2 * by_cut[:, 0] + hist[2 * w - 1 + w: 2 * w - 1 + w + cut_y.shape[0]] + 1).numpy()
+    sums = np.zeros(3)  # (cov, m2x, m2y) of doubled centred ranks
+
+    def stage1(sending):
+        for x, y in zip(xs, ys):
+            a, at = sort.place(x, cut_x)
+            keep = ~at
+            yield [torch.from_numpy((sort._sortable(x[keep]) << 32) | _bits(y[keep]))], a[keep]
+
+    p1 = _received(ctx, stage1)
+    p1.sort()
+
+    def onward(y: torch.Tensor, r2: np.ndarray, sending: bool):
+        """``(y bits << 32) | 2 rx`` of rows to their y range; the y-cut rows' terms summed here."""
+        b, at = sort.place(y, cut_y)
+        if sending:
+            dx = r2 - n1
+            sums[1] += np.dot(dx, dx.astype(np.float64))
+            ry = at_y[b[at].numpy()] - n1
+            sums[0] += np.dot(dx[at.numpy()].astype(np.float64), ry)
+            sums[2] += np.dot(ry, ry.astype(np.float64))
+        keep = ~at
+        return [torch.from_numpy((sort._sortable(y[keep]) << 32) | r2[keep.numpy()])], b[keep]
+
+    def stage2(sending):
+        for x, y in zip(xs, ys):
+            a, at = sort.place(x, cut_x)
+            if bool(at.any()):
+                yield onward(y[at], at_x[a[at].numpy()], sending)
+        end, tail = p1.shape[0], None
+        while end > 0:
+            lo = max(end - STEP, 0)
+            step = p1[lo:end]
+            r2, tail = _doubled_ranks(p1, step, int(bx[ctx.rank, 0]), tail)
+            y = torch.from_numpy((step & _LOW).astype(np.uint32).view(np.float32))
+            del step
+            if sending:
+                p1.resize(lo, refcheck=False)  # the sent rows' memory back to the system
+            end = lo
+            yield onward(y, r2, sending)
+
+    p2 = _received(ctx, stage2)
+    p2.sort()
+    base = int(by[ctx.rank, 0])
+    for lo in range(0, p2.shape[0], STEP):
+        step = p2[lo: lo + STEP]
+        dy = (_doubled_ranks(p2, step, base)[0] - n1).astype(np.float64)
+        sums[0] += np.dot((step & _LOW) - n1, dy)
+        sums[2] += np.dot(dy, dy)
+    return torch.from_numpy(sums)
+
+
+def _histogram(parts: list[torch.Tensor], cut: torch.Tensor, world: int) -> torch.Tensor:
+    """Rows per range (``world``) then per cut value (``world - 1``; unused cuts 0) of this rank's values."""
+    out = torch.zeros(2 * world - 1, dtype=torch.int64)
+    for v in parts:
+        a, at = sort.place(v, cut)
+        out[:world] += torch.bincount(a[~at], minlength=world)
+        out[world:world + cut.shape[0]] += torch.bincount(a[at], minlength=cut.shape[0])
+    return out
+
+
+def _bits(y: torch.Tensor) -> np.ndarray:
+    """The float32 bits of ``y`` as non-negative int64 below 2^32."""
+    return y.contiguous().numpy().view(np.uint32).astype(np.int64)
+
+
+def _doubled_ranks(p: np.ndarray, step: np.ndarray, below: int, tail=None):
+    """``(2 * rank, (key, run end) of the first row)`` of the sorted packed rows ``step`` of ``p`` (ties averaged
+    over the run of equal high bits). ``tail``: the first row's pair of the step above, when ``p`` has been cut
+    short at this step's end (the run it starts may continue there)."""
+    key = step >> 32
+    first = np.searchsorted(p, key << 32, "left")
+    last = np.searchsorted(p, (key << 32) | _LOW, "right")
+    if tail is not None:
+        last[key == tail[0]] = tail[1]
+    return 2 * below + first + last + 1, (key[0], last[0])
+
+
+def _received(ctx: comm.Ctx, blocks) -> np.ndarray:
+    """The int64 rows `comm.deliver` brings this rank, in an array that owns its memory (it can shrink)."""
+    held = []
+
+    def alloc(rows, like):
+        held.append(np.empty(rows, dtype=np.int64))
+        return torch.from_numpy(held[-1])
+
+    [[_]] = comm.deliver(ctx, blocks, [torch.empty(0, dtype=torch.int64)], alloc=alloc)
+    return held.pop()
 
 
 def average_ranks(ctx: comm.Ctx, v: torch.Tensor) -> torch.Tensor:
