@@ -98,8 +98,7 @@ def degenerate(n: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor) -> torch.T
     return (n < 2) | (m2 <= n.to(m2.dtype) * scale * scale) | ~torch.isfinite(m2)
 
 
-def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = (),
-           exact: bool = True):
+def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = ()):
     """``state`` (fields ``n, mean, m2[, c_xy], invalid``) after the rows of ``(N, D)`` ``x`` and ``y``.
 
     The two variables are ``(x, y)``, or ``(x, y - x)`` with ``residual``
@@ -109,23 +108,21 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     weights), ``"off"`` does neither (``nan_strategy="disable"``). On CPU in
     eager mode ``"count"`` instead raises at once when a batch sum is not
     finite, quoting the values of the ``raw`` inputs (the caller's ``(preds,
-    target)``, named in the message by ``name``). ``exact=False``: the batch's
-    shifted sums in the inputs' float32 / float64 dtype (`_inputs.work_dtype`),
-    folded into the float64 state (the shift rounded to that dtype, so the
-    fold stays consistent).
+    target)``, named in the message by ``name``). The batch's arithmetic is
+    float64 (``exact=True``; the fast default is `fmetrics.regression._shifted`).
     """
     rows = x.shape[0]
     if rows == 0:
         return state
     if mode != "drop" and _host.applies(x, y, state.mean):
-        return _host_update(state, x, y, residual, mode, name, raw, _inputs.work_dtype(state.mean.dtype, x, y, exact))
+        return _host_update(state, x, y, residual, mode, name, raw, state.mean.dtype)
     inv = state.invalid
     eager = mode == "count" and not _inputs.deferred(x, y)
     if eager:  # CPU, eager: the batch sums below tell whether an input is non-finite (then raise)
         mode = "off"
         inv = inv._replace(calls=inv.calls + 1)  # the same record as the deferred path keeps
     cross = len(state) == 5
-    acc = _inputs.work_dtype(state.mean.dtype, x, y, exact)
+    acc = state.mean.dtype
     if x.numel() <= STACK_LIMIT:  # one (N, 2, D) buffer: half the operations
         z = torch.stack((x, y), 1).to(acc)
         if mode != "off":
@@ -165,9 +162,6 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
     if eager:
         _inputs.check_sum(name, ("preds", "target"), s1, *raw)
     count = w.sum().to(torch.int64) if mode == "drop" else rows
-    if acc != state.mean.dtype:  # exact=False: the float32 batch sums (and the rounded shift) folded in float64
-        k, s1, s2 = (v.to(state.mean.dtype) for v in (k, s1, s2))
-        sxy = sxy.to(state.mean.dtype) if cross else None
     n, mean, w_new = absorb(state.n, count, k, s1)
     fields = [n, mean, torch.addcmul(state.m2 + s2, s1, w_new, value=-1)]
     if cross:

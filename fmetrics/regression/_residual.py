@@ -8,8 +8,12 @@ with Chan's formulas (`fmetrics.regression._moments`) in float64. From them::
     RSS = M2_e + n mean_e^2          (residual sum of squares; both terms >= 0)
     Var(e) / Var(t) = M2_e / M2_t    (explained variance)
 
-Every configuration of the three metrics with one ``num_outputs`` (and NaN
-mode) is one `fmetrics.Family` state, so a collection of them runs one update.
+Every configuration of the three metrics with one ``num_outputs`` (NaN mode
+and ``exact``) is one `fmetrics.Family` state, so a collection of them runs
+one update. The default (``exact=False``) keeps shifted raw sums
+(`ResidualSums`, `fmetrics.regression._shifted`) and reads them through the
+exact centred view `centred`; ``exact=True`` keeps the centred moments
+(`ResidualState`) with float64 batch arithmetic.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ import torch
 
 from fmetrics import validation
 from fmetrics.family import Family
-from fmetrics.regression import _inputs, _moments
+from fmetrics.regression import _inputs, _moments, _shifted
 from fmetrics.state import accum_dtype
 
 MULTIOUTPUT = ("raw_values", "uniform_average", "variance_weighted")
@@ -33,12 +37,39 @@ class ResidualState(NamedTuple):
     invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
-def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = True) -> Family:
-    """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`
-    (``exact=False``: batch sums in the inputs' dtype, `_moments.update`)."""
+class ResidualSums(NamedTuple):
+    n: torch.Tensor  # int64 (): rows seen
+    shift: torch.Tensor  # float64 (2, D): the shifts K of the target (row 0) and the residual (row 1)
+    sums: torch.Tensor  # float64 (4, D): sum (t - K_t), sum (e - K_e), sum (t - K_t)^2, sum (e - K_e)^2
+    invalid: validation.Invalid  # non-finite input entries (nan_strategy)
+
+
+_shifted.pair_types(ResidualState, ResidualSums)
+
+
+def centred(state) -> ResidualState:
+    """The centred moments of either layout (exact up to float64 rounding)."""
+    return _shifted.centred(state, ResidualState)
+
+
+def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = False) -> Family:
+    """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`:
+    shifted sums with the batch in the inputs' dtype (`_shifted`), or with ``exact`` centred moments
+    with float64 batch arithmetic (`_moments.update`)."""
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
+    if not exact:
+        def update_fast(state, preds, target):
+            preds, target = _inputs.pair(name, preds, target)
+            p = _inputs.columns(name, preds, num_outputs, flatten=False)
+            t = _inputs.columns(name, target, num_outputs, flatten=False)
+            return _shifted.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target))
+
+        return Family(name="regression.residual_moments", key=(num_outputs, mode, exact),
+                      init=lambda: _shifted.init(ResidualSums, num_outputs, False, accum_dtype()),
+                      update=update_fast, reductions=ResidualSums(n=None, shift=None, sums=None, invalid=None),
+                      merge=_shifted.merge, weigh_rows=_shifted.weigh_rows)
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())
@@ -48,7 +79,7 @@ def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = True) -
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        return _moments.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target), exact=exact)
+        return _moments.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target))
 
     tags = ResidualState(n=None, mean=None, m2=None, invalid=None)
     return Family(name="regression.residual_moments", key=(num_outputs, mode, exact), init=init, update=update,

@@ -13,8 +13,8 @@ from fmetrics.regression import _elementwise, _inputs
 @factory
 def mean_absolute_error(*, num_outputs: int = 1,
                         nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error",
-                        exact: bool = True) -> Metric:
-    """Mean absolute error ``MAE = 1/n sum_i |p_i - t_i|`` (float64 sums).
+                        exact: bool = False) -> Metric:
+    """Mean absolute error ``MAE = 1/n sum_i |p_i - t_i|`` (float64 running sums).
 
     Args:
       num_outputs: ``1`` (default): every element is a sample, 0-d value;
@@ -22,9 +22,9 @@ def mean_absolute_error(*, num_outputs: int = 1,
       nan_strategy: NaN/inf in preds or target: ``"error"`` (default),
         ``"warn"``, ``"ignore"`` (left out) or ``"disable"`` (propagate); see
         docs/regression.md.
-      exact: ``True`` (default): residuals and sums in float64. ``False``:
-        per batch in the inputs' float32 / float64 dtype, running sums in
-        float64 (docs/benchmarks.md, "Exact or fast").
+      exact: ``False`` (default): per batch in the inputs' float32 / float64
+        dtype, running sums in float64. ``True``: residuals and sums in
+        float64 (docs/regression.md, "Precision").
 
     Inputs:
       ``update(state, preds, target)``: real tensors of one shape

@@ -11,7 +11,7 @@ from fmetrics.recipe import factory
 from fmetrics.regression import _elementwise, _inputs
 
 
-def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = True):
+def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = False):
     """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
     return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
                                name=name, exact=exact, host_fn=lambda d: np.square(d, out=d))
@@ -20,10 +20,11 @@ def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool =
 @factory
 def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
                        nan_strategy: Literal["error", "warn", "ignore", "disable"] = "error",
-                       exact: bool = True) -> Metric:
+                       exact: bool = False) -> Metric:
     """Mean squared error ``MSE = 1/n sum_i (p_i - t_i)^2``, or ``RMSE = sqrt(MSE)`` with ``squared=False``.
 
-    Sums are float64 over ``p - t`` computed in float64. MSE and RMSE of one
+    A batch's ``p - t``, squares and sum run in the inputs' dtype; the running
+    sums are float64 (sums of non-negative terms: nothing cancels). MSE and RMSE of one
     ``num_outputs`` share a state in a collection.
 
     Args:
@@ -35,10 +36,10 @@ def mean_squared_error(*, squared: bool = True, num_outputs: int = 1,
         ``"error"`` (default; raised at once on CPU, else by `finalize` with
         the count), ``"warn"`` (left out, with a warning), ``"ignore"`` (left
         out silently) or ``"disable"`` (no check: they propagate).
-      exact: ``True`` (default): residuals, squares and sums in float64.
-        ``False``: per batch in the inputs' float32 / float64 dtype, running
-        sums in float64 -- faster on CPU, ~1e-7 relative error for float32
-        (docs/benchmarks.md, "Exact or fast").
+      exact: ``False`` (default): per batch in the inputs' float32 / float64
+        dtype, running sums in float64 (~1e-8 relative error for float32).
+        ``True``: residuals, squares and sums in float64 (docs/regression.md,
+        "Precision").
 
     Inputs:
       ``update(state, preds, target)``: real tensors of one shape (any shape
