@@ -85,8 +85,15 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
 
 
 def _merge(keys: torch.Tensor, counts: torch.Tensor):
-    """Distinct rows of ``keys`` (``(M, 2)`` or ``(M,)``) with their summed int64 counts."""
-    uniq, inverse = torch.unique(keys, dim=0, return_inverse=True)
+    """Distinct rows of ``keys`` (``(M, 2)`` or ``(M,)``), ascending (lexicographic), with their summed int64
+    counts. Pairs: each column renumbered densely, then one 1-D ``unique`` of ``i * J + j`` (``torch.unique``
+    with ``dim=0`` is ~10x slower)."""
+    if keys.dim() == 2:
+        (ui, ii), (uj, ij) = (torch.unique(keys[:, c], return_inverse=True) for c in (0, 1))
+        packed, inverse = torch.unique(ii * uj.shape[0] + ij, return_inverse=True)
+        uniq = torch.stack([ui[packed // uj.shape[0]], uj[packed % uj.shape[0]]], 1)
+    else:
+        uniq, inverse = torch.unique(keys, return_inverse=True)
     return uniq, torch.zeros(uniq.shape[0], dtype=torch.int64, device=keys.device).index_add_(0, inverse, counts)
 
 
