@@ -1,0 +1,79 @@
+"""Per-sentence statistics of a batch in one call (`Metric.host_rows`): BLEU's rows against sacrebleu's own
+per-sentence statistics, against one update per sentence, and the paired tests that weigh them."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fmetrics
+import fmetrics.text as ft
+from tests.cases.text import multi_refs
+
+sacrebleu = pytest.importorskip("sacrebleu", reason="sacrebleu is the BLEU oracle")
+
+
+def _streams(refs):
+    k = max(map(len, refs))
+    return [[r[i] if i < len(r) else None for r in refs] for i in range(k)]
+
+
+@pytest.mark.parametrize("tokenize", ["none", "13a", "intl", "char"])
+@pytest.mark.parametrize("n_gram", [1, 4])
+def test_bleu_rows_are_sacrebleus_sentence_statistics(tokenize, n_gram):
+    """Each row's (hyp length, closest ref length, matches per order, totals per order) is sacrebleu's."""
+    from sacrebleu.metrics import BLEU
+
+    preds, refs = multi_refs(5, 70)  # the nasty cases (empty strings, repeats, unicode) first
+    want = BLEU(tokenize=tokenize, max_ngram_order=n_gram)._extract_corpus_statistics(preds, _streams(refs))
+    rows = ft.sacre_bleu_score(tokenize=tokenize, n_gram=n_gram).host_rows(preds, refs)
+    got = torch.cat([rows.preds_len[:, None], rows.target_len[:, None], rows.numerator, rows.denominator], 1)
+    assert got.tolist() == want
+    assert rows.sentences.tolist() == [1] * len(preds)
+
+
+@pytest.mark.parametrize("make", [lambda: ft.bleu_score(), lambda: ft.bleu_score(n_gram=2, smooth=True),
+                                  lambda: ft.sacre_bleu_score(tokenize="zh", lowercase=True)])
+def test_host_rows_equal_one_update_per_sentence(make):
+    m = make()
+    preds, refs = multi_refs(8, 50)
+    rows = m.host_rows(preds, refs)
+    init = m.init()
+    for i in range(len(preds)):
+        one = m.update(init, preds[i:i + 1], refs[i:i + 1])
+        for f in one._fields:
+            assert torch.equal(getattr(rows, f)[i], getattr(one, f)), (i, f)
+    # the batch's state is the rows' sum
+    whole = m.update(init, preds, refs)
+    for f in whole._fields:
+        assert torch.equal(getattr(rows, f).sum(0), getattr(whole, f)), f
+
+
+def test_host_rows_checks_inputs_and_handles_empty():
+    m = ft.bleu_score()
+    with pytest.raises(ValueError, match="bleu_score.*target"):
+        m.host_rows(["a b"], [])
+    rows = m.host_rows([], [])
+    assert rows.numerator.shape == (0, 4) and rows.preds_len.shape == (0,)
+
+
+def test_replace_drops_host_rows_with_a_new_update():
+    m = ft.bleu_score()
+    assert m.host_rows is not None
+    assert m.replace(name="x").host_rows is m.host_rows
+    assert m.replace(update=m.update).host_rows is None
+    assert m.from_output("p", "t").host_rows is None
+
+
+def test_paired_bootstrap_with_rows_equals_one_update_per_sentence():
+    """The paired wrapper's fast path (rows in one call) gives the values of its one-update-per-row path."""
+    preds, refs = multi_refs(9, 60)
+    other, _ = multi_refs(10, 60)
+    fast = ft.sacre_bleu_score()
+    slow = fast.replace(host_rows=None)
+    outs = []
+    for m in (fast, slow):
+        w = fmetrics.wrappers.paired_bootstrap(m, num_samples=64, seed=3)
+        s = w.update(w.update(w.init(), preds[:25], other[:25], refs[:25]), preds[25:], other[25:], refs[25:])
+        outs.append(w.finalize(s))
+    for k in outs[0]:
+        assert torch.equal(outs[0][k], outs[1][k]), k
