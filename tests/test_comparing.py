@@ -539,3 +539,29 @@ def test_three_ranks_uneven_shards_equal_one_process():
             want = m(ids, a, b, t)
         for r in range(3):
             fm.testing.assert_values_close(results[r][key], want, 1e-12, 1e-12, f"rank {r} {key}")
+
+
+def test_deferred_bad_labels_counted_per_replicate_and_reported_with_the_true_count():
+    """Deferred bad labels: replicate r's record counts the offending rows weighted by its draws (the same
+    Poisson counts written again in NumPy), one call each; finalize reports the plain state's true count."""
+    g = torch.Generator().manual_seed(12)
+    ids, p = torch.arange(40) * 7, torch.rand(40, 4, generator=g)
+    t = torch.randint(0, 4, (40,), generator=g)
+    t[[5, 17, 30]] = torch.tensor([9, 6, 8])
+    R, seed = 50, 3
+    m = W.paired_bootstrap(fm.multiclass_accuracy(num_classes=4, average="micro"), num_samples=R, seed=seed,
+                           sample_ids=True)
+    with fm.validation.mode("deferred"):
+        s = m.update(m.init(), ids[:20], p[:20], p[:20].flip(1), t[:20])
+        s = m.update(s, ids[20:], p[20:], p[20:].flip(1), t[20:])
+    c = _draws_np.poisson_counts(_draws_np.id_keys(seed, ids), R)  # (R, 40)
+    bad = np.isin(np.arange(40), [5, 17, 30])
+    for reps in (s.reps_a, s.reps_b):
+        np.testing.assert_array_equal(reps.invalid.count.numpy(), c[:, bad].sum(1))
+        np.testing.assert_array_equal(reps.invalid.calls.numpy(), np.full(R, 2))
+        drew = c[:, bad].sum(1) > 0
+        np.testing.assert_array_equal(reps.invalid.call.numpy(), np.where(c[:, 5] + c[:, 17] > 0, 1,
+                                                                          np.where(drew, 2, 0)))
+    assert int(s.a.invalid.count) == 3
+    with pytest.raises(ValueError, match="multiclass_accuracy.*3 input entries.*the first was 9"):
+        m.finalize(s)

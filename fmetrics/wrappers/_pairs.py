@@ -200,6 +200,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     def finalize(state):
         if per_query is not None:
             return summary(metric.finalize(state.a), metric.finalize(state.b), *weighted_queries(state))
+        value_a, value_b = metric.finalize(state.a), metric.finalize(state.b)  # bad input: its true count first
         reps_a, reps_b = [], []
         for r, counts in enumerate(replicate_counts(state)):
             rep_a, rep_b = _rows.select(tags, state.reps_a, r, counts), _rows.select(tags, state.reps_b, r, counts)
@@ -207,8 +208,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
                 rep_a, rep_b = _query_copies(rep_a, counts), _query_copies(rep_b, counts)
             reps_a.append(metric.finalize(rep_a))
             reps_b.append(metric.finalize(rep_b))
-        return summary(metric.finalize(state.a), metric.finalize(state.b),
-                       _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
+        return summary(value_a, value_b, _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
 
     def num_rows(every):
         if not metric.host_input:

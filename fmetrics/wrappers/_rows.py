@@ -133,12 +133,17 @@ def decomposable_tags(wrapper: str, metric: Metric):
     return None
 
 
-def weigh_invalid(rows: validation.Invalid, weights: torch.Tensor) -> validation.Invalid:
-    """Deferred records of ``B`` one-row states weighted ``(R, B)``: per replicate, one update call whose
-    offending entries are the rows' ``weights`` times over (the first from the first such row)."""
-    count = (weights.to(torch.int64) * rows.count).sum(-1)
-    picked = (weights > 0) & (rows.count > 0)
-    first = rows.first[torch.argmax(picked.to(torch.uint8), dim=-1)]
+def weigh_invalid(rows: validation.Invalid, counts: torch.Tensor) -> validation.Invalid:
+    """Deferred records of ``B`` one-row states for replicates holding ``counts`` ``(R,)`` offending entries
+    (``weights @ rows.count``, which the caller folds into its matmul of the sum fields): per replicate, one
+    update call. Its first offending value is the batch's first (``rows`` in batch order), the same for
+    every replicate: O(rows) once, not a scan of every replicate's weights. Counts, calls and the values
+    that finalize computes are exact; only the quoted value may come from a row a replicate did not draw.
+    """
+    pos = torch.arange(rows.count.shape[0], device=rows.count.device)
+    k = torch.where(rows.count > 0, pos, rows.count.shape[0]).amin() if pos.numel() else 0
+    first = torch.where(pos == k, rows.first, 0).sum()  # masked sum, not a gather (as `invalid_flag`)
+    count = counts.round().to(torch.int64) if counts.is_floating_point() else counts.to(torch.int64)
     bad = count > 0
     one = torch.ones_like(count)
     return validation.Invalid(count, torch.where(bad, first, torch.nan), torch.where(bad, one, 0 * one), one)
@@ -200,7 +205,7 @@ def add_rows(tags, state, rows, weight: torch.Tensor):
         if tag == "cat":
             return None if s is None else tuple(s) + ((d,) if d is not None else ())
         if tag == "invalid":
-            one = weigh_invalid(d, weight.unsqueeze(0))
+            one = weigh_invalid(d, torch.tensordot(weight.to(d.count.dtype), d.count, dims=1).unsqueeze(0))
             return validation.invalid_merge(s, tree_map(lambda x: x[0], one))
         if tag == "sum":
             acc = accum_dtype(d.device)
@@ -262,15 +267,17 @@ def add_rows_stacked(tags, stacked, rows, weights: torch.Tensor):
     """`add_rows` for every replicate of a stacked state at once (``weights`` ``(R, B)``); cat fields untouched.
 
     All sum fields go through ONE matmul ``[d_1 | d_2 | ...]^T weights^T``
-    (``(S, B) x (B, R)``, ``S`` the numbers of all sum fields together) in the
+    (``(S, B) x (B, R)``, ``S`` the numbers of all sum fields together, plus one
+    column per `validation.Invalid` record: its offending count) in the
     accumulation dtype, instead of a vmapped product per field. That order is
     the fast one for a few sums and many replicates (~4x for ``S = 2``,
     ``R = 200``), and reads the ``(R, B)`` transposed view of `poisson1_counts`
     in memory order.
     """
     acc = accum_dtype(weights.device)
-    found = []
-    walk(lambda tag, d: found.append(d.reshape(d.shape[0], -1).to(acc)) if tag == "sum" else None, tags, rows)
+    found = []  # the sum fields' columns and the invalid records' counts, in walk order
+    walk(lambda tag, d: found.append(d.reshape(d.shape[0], -1).to(acc)) if tag == "sum" else
+         found.append(d.count.reshape(-1, 1).to(acc)) if tag == "invalid" else None, tags, rows)
     totals = iter(())
     if found:
         flat = (found[0] if len(found) == 1 else torch.cat(found, dim=1)).mT @ weights.mT.to(acc)  # (S, R)
@@ -280,7 +287,7 @@ def add_rows_stacked(tags, stacked, rows, weights: torch.Tensor):
         if tag == "cat":
             return s
         if tag == "invalid":  # elementwise ops: the stacked records merge replicate by replicate
-            return validation.invalid_merge(s, weigh_invalid(d, weights))
+            return validation.invalid_merge(s, weigh_invalid(d, next(totals).reshape(-1)))
         if tag == "sum":
             total = next(totals).reshape(s.shape)
             return s + (total.round() if not s.is_floating_point() else total).to(s.dtype)
