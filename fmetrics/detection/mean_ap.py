@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-from fmetrics.detection import _coco, _inputs
+from fmetrics.detection import _coco, _inputs, _masks
 from fmetrics.detection._boxes import BOX_FORMATS, to_xywh
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -174,21 +174,41 @@ def _check_rows(x, n, what, key, i, dims=1):
                               f"shape {tuple(x.shape)}")
 
 
-def _boxes(x, n, what, i, box_format, device, raw: list):
-    """``x`` checked as ``[n, 4]`` (appended to ``raw`` as given) and converted to float64 xywh."""
+def _boxes(x, n, what, i, device, raw: list):
+    """``x`` checked as ``[n, 4]`` (appended to ``raw`` as given)."""
     x = _inputs.as_boxes(_NAME, f"{what}[{i}]['boxes']", x, device)
     x = x.reshape(0, 4) if x.numel() == 0 and x.dim() == 1 else x
     _check_rows(x, n, what, "boxes", i, 2)
     if x.shape[-1] != 4:
         raise validation.fail(_NAME, f"{what}[{i}]['boxes']", "shape [n, 4]", f"shape {tuple(x.shape)}")
     raw.append(x)
-    if not x.is_floating_point():
-        x = x.double()
-    return to_xywh(x.detach(), box_format).to(torch.float64)
+    return x
+
+
+def _xywh(xs: list, box_format: str) -> torch.Tensor:
+    """Float64 xywh boxes of the images' ``[n, 4]`` boxes, converted in their own dtype (integers: float64)."""
+    if len({x.dtype for x in xs}) > 1:
+        return torch.cat([_xywh([x], box_format) for x in xs])
+    x = torch.cat(xs).detach()
+    return to_xywh(x if x.is_floating_point() else x.double(), box_format).to(torch.float64)
+
+
+def _joined(xs: list, dtype: torch.dtype, sizes: list, device) -> torch.Tensor:
+    """The images' vectors as one new ``dtype`` tensor (``None``: ``size`` zeros); one conversion per image
+    only when their dtypes differ."""
+    if all(x is None for x in xs):
+        return torch.zeros(sum(sizes), dtype=dtype, device=device)
+    xs = [torch.zeros(m, dtype=dtype, device=device) if x is None else x for x, m in zip(xs, sizes)]
+    if len({x.dtype for x in xs}) > 1:
+        xs = [x.to(dtype) for x in xs]
+    return torch.cat(xs).detach().to(dtype)
 
 
 def _ints_on(values: list, device: torch.device) -> torch.Tensor:
-    """Python ints as an int64 vector on ``device``, one fill each: a host-to-device copy would sync a GPU."""
+    """Python ints as an int64 vector on ``device``; off the CPU one fill each: a host-to-device copy would
+    sync an accelerator."""
+    if device.type == "cpu":
+        return torch.tensor(values, dtype=torch.int64)
     return torch.stack([torch.full((), v, dtype=torch.int64, device=device) for v in values])
 
 
@@ -213,30 +233,34 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
         _inputs.check_device(_NAME, state.invalid[0].count.device, _tensors(p, t))
         if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex():
             raise validation.fail(_NAME, f"preds[{i}]['labels']", "an integer tensor", getattr(labels, "dtype", labels))
-        n = labels.reshape(-1).shape[0]
+        labels = labels.reshape(-1)
+        n = labels.shape[0]
         device = labels.device
-        _check_rows(scores.reshape(-1) if isinstance(scores, torch.Tensor) else scores, n, "preds", "scores", i)
-        out["det_labels"].append(labels.reshape(-1).to(torch.int64, copy=True))
-        out["det_scores"].append(scores.detach().reshape(-1).to(torch.float64, copy=True))
+        scores = scores.reshape(-1) if isinstance(scores, torch.Tensor) else scores
+        _check_rows(scores, n, "preds", "scores", i)
+        out["det_labels"].append(labels)
+        out["det_scores"].append(scores)
         glabels = t["labels"]
         if not isinstance(glabels, torch.Tensor) or glabels.is_floating_point() or glabels.is_complex():
             raise validation.fail(_NAME, f"target[{i}]['labels']", "an integer tensor",
                                   getattr(glabels, "dtype", glabels))
-        m = glabels.reshape(-1).shape[0]
-        out["gt_labels"].append(glabels.reshape(-1).to(torch.int64, copy=True))
+        glabels = glabels.reshape(-1)
+        m = glabels.shape[0]
+        out["gt_labels"].append(glabels)
         det_n.append(n)
         gt_n.append(m)
         if bbox:
-            out["det_boxes"].append(_boxes(_get(p, "boxes", i, "preds"), n, "preds", i, box_format, device, raw))
-            out["gt_boxes"].append(_boxes(_get(t, "boxes", i, "target"), m, "target", i, box_format, device, raw))
+            out["det_boxes"].append(_boxes(_get(p, "boxes", i, "preds"), n, "preds", i, device, raw))
+            out["gt_boxes"].append(_boxes(_get(t, "boxes", i, "target"), m, "target", i, device, raw))
         crowd = t.get("iscrowd")
-        crowd = torch.zeros(m, dtype=torch.bool, device=device) if crowd is None else crowd.reshape(-1).to(torch.bool)
-        _check_rows(crowd, m, "target", "iscrowd", i)
-        out["gt_crowd"].append(crowd.clone())
+        if crowd is not None:
+            crowd = crowd.reshape(-1).to(torch.bool)
+            _check_rows(crowd, m, "target", "iscrowd", i)
+        out["gt_crowd"].append(crowd)
         area = t.get("area")
-        area = torch.zeros(m, dtype=torch.float64, device=device) if area is None else \
-            area.detach().reshape(-1).to(torch.float64, copy=True)
-        _check_rows(area, m, "target", "area", i)
+        if area is not None:
+            area = area.reshape(-1)
+            _check_rows(area, m, "target", "area", i)
         out["gt_area"].append(area)
         if segm:
             pm = _get(p, "masks", i, "preds")
@@ -248,18 +272,26 @@ def _update(state: DetectionState, preds, target, box_format: str, types: tuple)
                 raise validation.fail(_NAME, f"preds[{i}]['masks']", f"the size of target[{i}]['masks'] {tuple(tm.shape[1:])}",
                                       f"{tuple(pm.shape[1:])}")
             hw.append(shape)
-            out["det_masks"].append(pm.detach().reshape(-1).to(torch.bool, copy=True))
-            out["gt_masks"].append(tm.detach().reshape(-1).to(torch.bool, copy=True))
+            out["det_masks"].append(pm.reshape(-1))
+            out["gt_masks"].append(tm.reshape(-1))
     if device is None:  # no image in this batch
         return state
+    joined = {"det_labels": (torch.int64, det_n), "det_scores": (torch.float64, det_n),
+              "gt_labels": (torch.int64, gt_n), "gt_crowd": (torch.bool, gt_n), "gt_area": (torch.float64, gt_n)}
+    for f, (dtype, sizes) in joined.items():
+        out[f] = [_joined(out[f], dtype, sizes, device)]
+    if bbox:
+        out["det_boxes"], out["gt_boxes"] = [_xywh(out["det_boxes"], box_format)], [_xywh(out["gt_boxes"], box_format)]
+    if segm:
+        out["det_masks"] = [_joined(out["det_masks"], torch.bool, det_n, device)]
+        out["gt_masks"] = [_joined(out["gt_masks"], torch.bool, gt_n, device)]
+        out["image_hw"] = [_ints_on([v for shape in hw for v in shape], device).reshape(-1, 2)]
     out["det_counts"] = [_ints_on(det_n, device)]
     out["gt_counts"] = [_ints_on(gt_n, device)]
-    if segm:
-        out["image_hw"] = [_ints_on([v for shape in hw for v in shape], device).reshape(-1, 2)]
-    chunks = [(torch.cat(out[f]),) if out[f] else () for f in DetectionState._fields[1:]]
+    chunks = [tuple(out[f]) for f in DetectionState._fields[1:]]
     new = DetectionState(state.invalid, *chunks)
     boxes = torch.cat(raw).detach() if raw else torch.zeros((0, 4), dtype=torch.float64, device=device)
-    scores, area = torch.cat(out["det_scores"]), torch.cat(out["gt_area"])
+    scores, area = out["det_scores"][0], out["gt_area"][0]
     if _inputs.eager((boxes, scores, area)):
         if _faulty(boxes, scores, area, box_format):
             _raise_first(preds, target, box_format, bbox)
@@ -296,48 +328,6 @@ def _raise_first(preds, target, box_format, bbox) -> None:
 # ------------------------------------------------------------------ finalize
 
 
-def _mask_pairs(det_masks, det_counts, gt_masks, gt_counts, hw):
-    """Per image, the intersection counts of every detection mask with every ground-truth mask."""
-    device = det_masks.device
-    hwp = (hw[:, 0] * hw[:, 1])
-    d_off = torch.cumsum(det_counts * hwp, 0) - det_counts * hwp
-    g_off = torch.cumsum(gt_counts * hwp, 0) - gt_counts * hwp
-    pair_n = det_counts * gt_counts
-    p_off = torch.cumsum(pair_n, 0) - pair_n
-    inter = torch.zeros(int(pair_n.sum()), dtype=torch.float64, device=device)
-    det_area = torch.zeros(int(det_counts.sum()), dtype=torch.float64, device=device)
-    gt_area = torch.zeros(int(gt_counts.sum()), dtype=torch.float64, device=device)
-    if det_masks.numel():
-        dm = det_masks.reshape(-1)
-        det_area = _per_mask_sums(dm, det_counts, hwp)
-    if gt_masks.numel():
-        gt_area = _per_mask_sums(gt_masks.reshape(-1), gt_counts, hwp)
-    rows = torch.nonzero(pair_n > 0).squeeze(1).tolist()
-    if rows:
-        dc, gc, px, do, go, po = (x.tolist() for x in (det_counts, gt_counts, hwp, d_off, g_off, p_off))
-        for i in rows:
-            hwi = px[i]
-            a = det_masks[do[i]: do[i] + dc[i] * hwi].reshape(dc[i], hwi)
-            b = gt_masks[go[i]: go[i] + gc[i] * hwi].reshape(gc[i], hwi)
-            dt = torch.float32 if hwi < 2 ** 24 else torch.float64
-            inter[po[i]: po[i] + dc[i] * gc[i]] = (a.to(dt) @ b.to(dt).T).reshape(-1).to(torch.float64)
-    return inter, p_off, det_area, gt_area
-
-
-def _mask_areas(det_masks, det_counts, gt_masks, gt_counts, hw):
-    hwp = hw[:, 0] * hw[:, 1]
-    return _per_mask_sums(det_masks, det_counts, hwp), _per_mask_sums(gt_masks, gt_counts, hwp)
-
-
-def _per_mask_sums(flat, counts, hwp):
-    sizes = torch.repeat_interleave(hwp, counts)
-    if sizes.numel() == 0:
-        return torch.zeros(0, dtype=torch.float64, device=flat.device)
-    owner = torch.repeat_interleave(torch.arange(sizes.shape[0], device=flat.device), sizes)
-    return torch.zeros(sizes.shape[0], dtype=torch.float64, device=flat.device).index_add_(
-        0, owner, flat.to(torch.float64))
-
-
 def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metrics, extended, average) -> dict:
     _inputs.report(_NAME, RULES, s.invalid)
     dev = s.invalid[0].count.device
@@ -367,10 +357,11 @@ def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metric
             gt_auto = gb[:, 2] * gb[:, 3]
             pair_iou = _coco.box_iou_pairs(db, gb)
             if "segm" in types:  # torchmetrics/COCO: ground-truth areas are mask areas
-                gt_auto = _mask_areas(*_masks(s, dev))[1]
+                gt_auto = _masks.mask_words(*_mask_set(s.gt_masks, gt_counts, s, dev))[1]
         else:
-            inter, p_off, det_area, gt_auto = _mask_pairs(*_masks(s, dev))
-            pair_iou = _mask_iou(inter, p_off, det_counts, gt_counts, det_img, det_area, gt_auto)
+            det_words, det_area = _masks.mask_words(*_mask_set(s.det_masks, det_counts, s, dev))
+            gt_words, gt_auto = _masks.mask_words(*_mask_set(s.gt_masks, gt_counts, s, dev))
+            pair_iou = _masks.pair_iou(det_words, gt_words, det_area, gt_auto)
         gt_area = torch.where(gt_area_given > 0, gt_area_given, gt_auto)
         ev, stats = None, None
         if I > 0:
@@ -412,24 +403,7 @@ def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metric
     return out
 
 
-def _masks(s: DetectionState, dev):
-    e = lambda dtype: torch.zeros(0, dtype=dtype, device=dev)  # noqa: E731
+def _mask_set(chunks: tuple, counts: torch.Tensor, s: DetectionState, dev):
+    """``(flat masks, masks per image, [H, W] per image)`` of one side (detections or ground truths)."""
     hw = cat_chunks(s.image_hw, torch.zeros((0, 2), dtype=torch.int64, device=dev))
-    return (cat_chunks(s.det_masks, e(torch.bool)), cat_chunks(s.det_counts, e(torch.int64)),
-            cat_chunks(s.gt_masks, e(torch.bool)), cat_chunks(s.gt_counts, e(torch.int64)), hw)
-
-
-def _mask_iou(inter, p_off, det_counts, gt_counts, det_img, det_area, gt_area):
-    dstart = torch.cumsum(det_counts, 0) - det_counts
-    gstart = torch.cumsum(gt_counts, 0) - gt_counts
-
-    def pair_iou(di, gi, crowd):
-        img = det_img[di]  # [P]
-        idx = p_off[img] + (di - dstart[img]) * gt_counts[img] + (gi - gstart[img])
-        i = inter[idx.clamp(max=max(inter.shape[0] - 1, 0))] if inter.numel() else torch.zeros(
-            idx.shape, dtype=torch.float64, device=idx.device)
-        da, ga = det_area[di], gt_area[gi]
-        u = torch.where(crowd, da, da + ga - i)
-        return torch.where(i > 0, i / u, torch.zeros((), dtype=torch.float64, device=i.device))
-
-    return pair_iou
+    return cat_chunks(chunks, torch.zeros(0, dtype=torch.bool, device=dev)), counts, hw
