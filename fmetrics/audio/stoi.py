@@ -235,12 +235,12 @@ def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None, band_weights: to
     live = torch.arange(frames, device=z.device) < kept.unsqueeze(-1)  # the others are zeroed
     c = c * (live[:, None, :, None].to(c.dtype) * w)
     # overlap-add by halves: half j = first half of kept frame j + second half of kept frame j - 1;
-    # STFT frame j (of k - 1) = halves j and j + 1, windowed, zero-padded to 512
+    # STFT frame j (of k - 1) = halves j and j + 1 (a 256-sample view of the signal), windowed, zero-padded to 512
     halves = torch.cat([c[..., :1, :HOP], c[..., 1:, :HOP] + c[..., :-1, HOP:]], -2)
-    stft_frames = torch.cat([halves[..., :-1, :] * w[:HOP], halves[..., 1:, :] * w[HOP:],
-                             halves.new_zeros(()).expand(*halves[..., 1:, :].shape[:-1], NFFT - N_FRAME)], -1)
-    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1)[..., BAND_LO:BAND_HI])  # (B, 2, F - 1, bins, 2)
-    tob = torch.matmul(spec.square().flatten(-2), (BAND_WEIGHTS if band_weights is None else band_weights).to(dtype=z.dtype, device=z.device))[..., :NUMBAND].sqrt()
+    stft_frames = halves.flatten(-2).unfold(-1, N_FRAME, HOP) * w  # (B, 2, F - 1, 256)
+    spec = torch.view_as_real(torch.fft.rfft(stft_frames, n=NFFT, dim=-1)[..., BAND_LO:BAND_HI]).flatten(-2)
+    weights = (BAND_WEIGHTS if band_weights is None else band_weights).to(dtype=z.dtype, device=z.device)
+    tob = torch.matmul(spec * spec, weights)[..., :NUMBAND].sqrt()  # (B, 2, F - 1, 15)
     return tob.transpose(-1, -2), kept  # (B, 2, 15, F - 1)
 
 
