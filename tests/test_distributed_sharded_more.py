@@ -410,3 +410,40 @@ def test_a_deferred_error_on_one_rank_raises_on_every_rank():
         messages = [r[i] for r in per_rank]
         assert all(msg is not None and msg.startswith(name) for msg in messages), messages
         assert messages[0] == messages[1]
+
+
+def _dtypes_body(rank, world):
+    """float16 / float64 scores, ranks holding different score dtypes, a multilabel label every entry of which
+    is ignored: (case, sharded, one process) triples."""
+    g = torch.Generator().manual_seed(2)
+    probs, labels = torch.rand(200, C, generator=g), torch.randint(0, C, (200,), generator=g)
+    ml_target = (torch.rand(200, L, generator=g) < 0.4).long()
+    ml_target[:, 1] = -1
+    lo, hi = rank * 200 // world, (rank + 1) * 200 // world
+    mine = torch.float32 if rank == 0 else torch.float64
+    out = []
+    for m in (fm.multiclass_auroc(num_classes=C, average=None), fm.multiclass_roc(num_classes=C),
+              fm.multiclass_recall_at_fixed_precision(num_classes=C, min_precision=0.4)):
+        for dt in (torch.float16, torch.float64):
+            got = distributed.finalize(m, m.update(m.init(), probs[lo:hi].to(dt), labels[lo:hi]))
+            out.append((f"{m.name} {dt}", got, m(probs.to(dt), labels)))
+        one = m.init()
+        for r in range(world):
+            a, b = r * 200 // world, (r + 1) * 200 // world
+            one = m.update(one, probs[a:b].to(torch.float32 if r == 0 else torch.float64), labels[a:b])
+        out.append((f"{m.name} float32 + float64", distributed.finalize(m, m.update(m.init(), probs[lo:hi].to(mine),
+                                                                                      labels[lo:hi])), m.finalize(one)))
+    for m in (fm.multilabel_average_precision(num_labels=L, average=None, ignore_index=-1),
+              fm.multilabel_precision_recall_curve(num_labels=L, ignore_index=-1)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out.append((f"{m.name} ignored label", distributed.finalize(m, m.update(m.init(), probs[lo:hi, :L],
+                                                                                     ml_target[lo:hi])),
+                        m(probs[:, :L], ml_target)))
+    return out
+
+
+@pytest.mark.distributed
+def test_uncommon_and_mixed_dtypes_and_an_ignored_label():
+    for cid, got, one in spawn(_dtypes_body, 2, timeout=120)[0]:
+        assert _same(got, one), (cid, got, one)
