@@ -367,12 +367,12 @@ def test_sharded_sends_about_one_share_of_the_rows():
 def test_shardable_names_the_sharded_metrics():
     assert distributed.shardable(fm.retrieval_normalized_dcg(top_k=5))
     assert distributed.shardable(fm.binary_auroc()) and distributed.shardable(fm.binary_average_precision())
-    assert not distributed.shardable(fm.binary_auroc(max_fpr=0.5))
+    assert distributed.shardable(fm.binary_auroc(max_fpr=0.5))  # adapters/_shard/columns.py
     assert not distributed.shardable(fm.binary_auroc(thresholds=10))
     assert not distributed.shardable(fm.retrieval_precision_recall_curve(max_k=3))
     assert distributed.shardable(fm.spearman_corrcoef(num_outputs=2))
     assert distributed.shardable(fm.kendall_rank_corrcoef(variant="c"))
-    assert not distributed.shardable(fm.multiclass_auroc(num_classes=3))
+    assert not distributed.shardable(fm.multiclass_auroc(num_classes=3, thresholds=5))  # binned: summed
     assert not distributed.shardable(fm.mean())
 
 
@@ -383,7 +383,7 @@ def test_one_process_is_plain_finalize():
 
 
 def _fallback_body(rank, world):
-    m = fm.multiclass_auroc(num_classes=3)
+    m = fm.multiclass_calibration_error(num_classes=3)
     g = torch.Generator().manual_seed(4)
     preds, target = torch.rand(60, 3, generator=g).softmax(1), torch.randint(0, 3, (60,), generator=g)
     lo, hi = rank * 60 // world, (rank + 1) * 60 // world
