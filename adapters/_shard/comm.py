@@ -43,12 +43,13 @@ def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor, sources: bo
 
 
 def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tensor], channels: int = 1,
-            alloc: Optional[Callable] = None, counts: bool = False):
+            alloc: Optional[Callable] = None, counts: bool = False, narrow: bool = False):
     """Streams rows to ranks: ``blocks(sending)`` yields ``(columns, dest)`` pairs (the same rows on both calls:
     ``sending`` is False on the counting pass, True on the sending one, when a block is sent once), ``dest``
     an int64 per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
     columns received (dtype and trailing shape of ``like``, the same on every rank), in source-rank order and
-    within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source.
+    within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source;
+    with ``narrow``, integer columns are received in the narrowest dtype holding every rank's values.
 
     Two passes over the blocks: the first counts the rows per destination (one ``all_to_all_single``; the
     receivers allocate their rows once, with ``alloc(rows, like_column)`` if given) and the integer columns'
@@ -81,6 +82,8 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
     recv = recv.view(world, channels)
     at = (torch.cumsum(recv, 0) - recv).tolist()  # per source and channel: where its rows go next
     alloc = alloc or (lambda n, c: c.new_empty((n,) + tuple(c.shape[1:])))
+    if narrow:
+        like = [c.to(d) for c, d in zip(like, wire)]
     outs = [[alloc(int(recv[:, ch].sum()), c) for c in like] for ch in range(channels)]
     steps = iter(_rounds(blocks(True), limit))
     for _ in range(int(flags[0])):

@@ -50,17 +50,27 @@ class Shard(NamedTuple):
 
 
 def prepare(ctx: comm.Ctx, metric, state, reduce) -> Shard:
-    """Routes the rows to the ranks owning their queries (once for every retrieval member sharing ``state``)."""
+    """Routes the rows to the ranks owning their queries (once for every retrieval member sharing ``state``):
+    from the state's chunks, in rounds (`comm.deliver`); relevance and query ids are received in the narrowest
+    integer dtypes holding every rank's values (int8 / int32: the ranking packs them into int64 keys)."""
     base = reduce(metric, state._replace(preds=(), target=(), indexes=()))
     device = base.bad_index.count.device
-    local = [cat_chunks(state.preds, torch.empty(0, device=device)),
-             cat_chunks(state.target, torch.empty(0, device=device)),
-             cat_chunks(state.indexes, torch.empty(0, dtype=torch.int64, device=device))]
-    dtypes = comm.promoted(ctx, [x.dtype if state.preds else None for x in local[:2]])
+    dtypes = comm.promoted(ctx, [state.preds[0].dtype if state.preds else None,
+                                 state.target[0].dtype if state.target else None])
     if dtypes[0] is None:
         return Shard(base, None)
-    local[:2] = [x.to(d) for x, d in zip(local[:2], dtypes)]
-    rows = route(ctx, local)
+    fields = (state.preds, state.target, state.indexes)
+    chunks = list(zip(*fields))
+    if len({len(f) for f in fields}) > 1 or any(len({c.shape[0] for c in rows}) > 1 for rows in chunks):
+        chunks = [tuple(cat_chunks(f, None) for f in fields)]  # (not one chunk per update)
+    like = [torch.empty(0, dtype=d, device=ctx.comm) for d in (*dtypes, torch.int64)]
+
+    def blocks(sending):
+        for p, t, q in chunks:
+            q = q.to(ctx.comm)
+            yield [p.to(ctx.comm, dtypes[0]), t.to(ctx.comm, dtypes[1]), q], owner(q, ctx.world)
+
+    [rows] = comm.deliver(ctx, blocks, like, narrow=True)
     return Shard(base, base._replace(**{f: (x.to(device),) for f, x in zip(("preds", "target", "indexes"), rows)}))
 
 
@@ -105,11 +115,6 @@ def value(ctx: comm.Ctx, metric, shard: Shard):
     if every.shape[0] == 0:
         return metric.finalize(base._replace(preds=(preds[:0],), target=(target[:0],), indexes=(query[:0],)))
     return _base.aggregate(metric.name, every.to(device), every_skipped.to(device), aggregation)
-
-
-def route(ctx: comm.Ctx, local: list[torch.Tensor]) -> list[torch.Tensor]:
-    """(preds, target, query) rows of the queries this rank owns, gathered from every rank."""
-    return comm.route(ctx, local, owner(local[2].to(ctx.comm), ctx.world))
 
 
 def _reduced(ctx: comm.Ctx, flat: torch.Tensor, skipped: torch.Tensor, aggregation: str):
