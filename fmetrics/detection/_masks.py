@@ -1,9 +1,9 @@
 """Mask areas and mask IoU of `mean_average_precision` on masks read eight pixels per int64 word.
 
 A bool mask's bytes are 0 or 1, so eight pixels viewed as one int64 word hold their count as a sum of
-bytes: three shift-and-add folds leave it in the low byte (no carry: it is at most 8). The area of a mask
-is the sum over its words; the intersection of a detection with a ground truth is the same count of
-``words_d & words_g``, computed only for the (detection, ground truth) pairs the matching asks for.
+bytes, and up to 127 words add as plain integers without a carry between bytes (`pixel_counts`). The
+area of a mask is that count over its words; the intersection of a detection with a ground truth is the
+count of ``words_d & words_g``, computed only for the (detection, ground truth) pairs the matching asks for.
 Masks are rows of ``ceil(max(H * W) / 8)`` words, zero-padded (one view, no copy, when every image has
 the same size and ``H * W`` is a multiple of 8). Counts are exact integers.
 """
@@ -17,18 +17,24 @@ import torch
 _CHUNK = 2 ** 23
 
 
-def byte_sums(words: torch.Tensor) -> torch.Tensor:
-    """Sum of the eight bytes of every int64 word whose bytes are each at most 1 (a count in 0..8).
+def pixel_counts(words: torch.Tensor) -> torch.Tensor:
+    """Number of set bytes of each row of int64 ``words`` whose bytes are 0 or 1, as int64 ``[n]``.
+
+    Blocks of 127 words are summed as plain integers (each byte lane then holds at most 127: no carry, no
+    overflow), and each block sum's eight lanes are folded into one count (16-, then 32-bit lanes).
 
     Example::
 
-        >>> byte_sums(torch.tensor([0x0101000100000001, 0]))
-        tensor([4, 0])
+        >>> pixel_counts(torch.tensor([[0x0101000100000001, 1], [0, 0]]))
+        tensor([5, 0])
     """
-    words = words + (words >> 32)
-    words = words + (words >> 16)
-    words = words + (words >> 8)
-    return words & 0xFF
+    total = torch.zeros(words.shape[0], dtype=torch.int64, device=words.device)
+    for j in range(0, words.shape[1], 127):
+        s = words[:, j: j + 127].sum(1)
+        s = (s & 0x00FF00FF00FF00FF) + ((s >> 8) & 0x00FF00FF00FF00FF)
+        s = (s & 0x0000FFFF0000FFFF) + ((s >> 16) & 0x0000FFFF0000FFFF)
+        total += (s & 0xFFFFFFFF) + (s >> 32)
+    return total
 
 
 def mask_words(flat: torch.Tensor, counts: torch.Tensor, hw: torch.Tensor):
@@ -50,7 +56,7 @@ def mask_words(flat: torch.Tensor, counts: torch.Tensor, hw: torch.Tensor):
             rows[row: row + k, :size] = flat[pos: pos + k * size].view(k, size)
             row, pos = row + k, pos + k * size
         words = rows.view(torch.uint8).view(torch.int64)
-    return words, byte_sums(words).sum(1).to(torch.float64)
+    return words, pixel_counts(words).to(torch.float64)
 
 
 def pair_iou(det_words, gt_words, det_area, gt_area):
@@ -60,9 +66,9 @@ def pair_iou(det_words, gt_words, det_area, gt_area):
 
     def iou(di, gi, crowd):
         step = max(_CHUNK // width, 1)
-        inter = torch.cat([byte_sums(det_words[di[k: k + step]] & gt_words[gi[k: k + step]]).sum(1)
-                           for k in range(0, di.shape[0], step)]) if di.numel() else di.new_zeros(0)
-        inter = inter.to(torch.float64)
+        parts = [pixel_counts(det_words.index_select(0, d).bitwise_and_(gt_words.index_select(0, g)))
+                 for d, g in zip(di.split(step), gi.split(step))]
+        inter = (torch.cat(parts) if parts else di.new_zeros(0)).to(torch.float64)
         da, ga = det_area[di], gt_area[gi]
         union = torch.where(crowd, da, da + ga - inter)
         return torch.where(inter > 0, inter / union, torch.zeros((), dtype=torch.float64, device=di.device))
