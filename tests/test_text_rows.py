@@ -77,3 +77,21 @@ def test_paired_bootstrap_with_rows_equals_one_update_per_sentence():
         outs.append(w.finalize(s))
     for k in outs[0]:
         assert torch.equal(outs[0][k], outs[1][k]), k
+
+
+def test_clipped_orders_with_sparse_ids_take_the_compacting_path(monkeypatch):
+    """Word ids far apart make the packed (gram, hypothesis, slot) key overflow int64 unless compacted first:
+    the compacted path gives the counts of compact ids."""
+    import numpy as np
+
+    from fmetrics.text import _ngrams
+
+    preds, refs = multi_refs(11, 40)
+    flat = [r for rs in refs for r in rs]
+    tok, lens = _ngrams.encode_texts([*preds, *flat])
+    owner = np.repeat(np.arange(len(preds)), [len(r) for r in refs])
+    want = _ngrams.clipped_orders(tok, lens, owner, len(preds), 4)
+    calls, unique = [], np.unique
+    monkeypatch.setattr(np, "unique", lambda *a, **k: calls.append(1) or unique(*a, **k))
+    got = _ngrams.clipped_orders(tok * (1 << 44) + 5, lens, owner, len(preds), 4)
+    assert calls and want.sum() > 0 and np.array_equal(got, want)

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["encode_words", "encode_texts", "encode_chars", "ngram_orders", "counts", "clipped_matches", "pair_matches"]
+__all__ = ["encode_words", "encode_texts", "encode_chars", "ngram_orders", "counts", "clipped_orders", "pair_matches"]
 
 
 def encode_words(sents: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -95,33 +95,53 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return np.where(keys[pos] == query, values[pos], 0)
 
 
-def clipped_matches(hyp: tuple, ref: tuple, owner: np.ndarray, n_hyp: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per hypothesis: n-grams matched (clipped by the max count over its references) and n-grams total.
+def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: int,
+                   n_max: int) -> np.ndarray:
+    """BLEU's clipped matches ``(n_hyp, n_max)``: per hypothesis and order n, ``sum_g min(count of g in the
+    hypothesis, max over its references of the count of g)`` over its n-grams ``g``.
 
-    ``hyp`` and ``ref`` are ``(segment, gram id)`` of one order (one gram id
-    space); ``owner[r]`` is the hypothesis of reference segment ``r``.
+    ``tok``: non-negative word ids (``T * (max id + 1) < 2**63``) of the segments end to end, the ``n_hyp`` hypotheses first,
+    then the references (``owner[r]``: the hypothesis of reference ``r``, non-decreasing). Per order, one
+    argsort of ``(gram, hypothesis, slot)`` keys (slot 0: the hypothesis, ``k``: its k-th reference) gives
+    the counts by run lengths and the compact gram ids of the next order.
     """
-    (hs, hg), (rs, rg), G = hyp[:2], ref[:2], hyp[2]
-    hk, hc = counts(hs, hg, G)
-    rk, rc = counts(rs, rg, G)  # per (reference, gram)
-    okey = owner[rk // G] * G + rk % G  # per (hypothesis, gram): the max over its references
-    if okey.size:
-        top = int(rc.max()) + 1
-        if int(okey.max()) < (1 << 62) // top:
-            # one sort of (key, count) packed in an int64: the last of each key holds its max count
-            packed = np.sort(okey * top + rc)
-            keys = packed // top
-            last = np.r_[keys[1:] != keys[:-1], True]
-            okey, rc = keys[last], packed[last] % top
+    H, T = n_hyp, tok.size
+    num = np.zeros((H, n_max), dtype=np.int64)
+    if H == 0 or T == 0:
+        return num
+    seg = np.repeat(np.arange(lens.size, dtype=np.int64), lens)
+    remaining = np.repeat(np.cumsum(lens), lens) - np.arange(T, dtype=np.int64)
+    slot = np.r_[np.zeros(H, dtype=np.int64), np.arange(owner.size) - np.searchsorted(owner, owner) + 1]
+    K = int(slot.max()) + 1
+    group = (np.r_[np.arange(H, dtype=np.int64), owner] * K + slot)[seg]  # (hypothesis, slot) of a position
+    HK = H * K
+    V = int(tok.max()) + 1
+    gid, bound = tok, V
+    for n in range(1, n_max + 1):
+        idx = np.flatnonzero(remaining >= n)
+        if idx.size == 0:
+            break
+        if n > 1:
+            key, bound = gid[idx] * V + tok[idx + n - 1], bound * V
         else:
-            order = np.argsort(okey, kind="stable")
-            okey, rc = okey[order], rc[order]
-            starts = np.flatnonzero(np.r_[True, okey[1:] != okey[:-1]])
-            okey, rc = okey[starts], np.maximum.reduceat(rc, starts)
-    match = np.minimum(hc, _lookup(okey, rc, hk))
-    per = np.bincount(hk // G, weights=match, minlength=n_hyp).astype(np.int64)
-    tot = np.bincount(hs, minlength=n_hyp).astype(np.int64)
-    return per, tot
+            key = gid
+        if bound * HK >= 1 << 62:  # compact the keys first (ids < T) so that the packed key fits in int64
+            _, key = np.unique(key, return_inverse=True)
+            bound = int(key.max()) + 1
+        order = np.argsort(key * HK + group[idx])
+        packed = key[order] * HK + group[idx][order]
+        gram = packed // HK
+        gid = np.empty(T, dtype=np.int64)  # compact gram ids (in sorted order) for the next order
+        gid[idx[order]] = np.cumsum(np.r_[0, gram[1:] != gram[:-1]])
+        bound = int(gid[idx[order[-1]]]) + 1
+        starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])  # runs of one (gram, hyp, slot)
+        counts = np.diff(np.r_[starts, packed.size])
+        pair, kind = packed[starts] // K, packed[starts] % K  # (gram, hypothesis) and slot
+        first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        in_hyp = np.where(kind[first] == 0, counts[first], 0)
+        in_refs = np.maximum.reduceat(np.where(kind > 0, counts, 0), first)
+        num[:, n - 1] = np.bincount(pair[first] % H, weights=np.minimum(in_hyp, in_refs), minlength=H)
+    return num
 
 
 def pair_matches(hyp: tuple, ref: tuple, owner: np.ndarray, n_ref: int) -> np.ndarray:

@@ -55,14 +55,8 @@ def bleu_rows(hyps: list, refs: list, per_hyp: np.ndarray, n_gram: int) -> dict:
         closest = ref_lens[order][first]
     else:
         closest = np.zeros(0, dtype=np.int64)
-    num = np.zeros((H, n_gram), dtype=np.int64)
-    den = np.zeros((H, n_gram), dtype=np.int64)
-    owner_all = np.r_[np.arange(H, dtype=np.int64), owner]  # segment -> hypothesis
-    for n, (seg, gid, G) in enumerate(_ngrams.ngram_orders(tok, lens, n_gram)):
-        is_hyp = seg < H
-        hyp = (seg[is_hyp], gid[is_hyp], G)
-        ref = (seg[~is_hyp], gid[~is_hyp], G)
-        num[:, n], den[:, n] = _ngrams.clipped_matches(hyp, ref, owner_all, H)
+    num = _ngrams.clipped_orders(tok, lens, owner, H, n_gram)
+    den = np.maximum(hyp_len[:, None] - np.arange(n_gram), 0)  # a hypothesis of c words has c - n + 1 n-grams
     return {"preds_len": hyp_len, "target_len": closest, "numerator": num, "denominator": den,
             "sentences": np.ones(H, dtype=np.int64)}
 
