@@ -1,6 +1,6 @@
 """Audio workloads (1 thread): SI-SDR / SNR on 64 signals x 4 s at 16 kHz (float32), BSS-eval SDR on 64 float64
 signals x 4 s (512 taps), PIT (SI-SDR, 4 speakers, 16 mixtures x 4 s), STOI / extended STOI (8 signals x 4 s
-at 16 kHz, against pystoi and torchmetrics, which wraps it) and PESQ (8 signals x 4 s, wide band).
+at 16 kHz, float32 and float64, against pystoi and torchmetrics, which wraps it) and PESQ (8 signals x 4 s, wide band).
 
 fmetrics' one-shot ``init / update / finalize`` against torchmetrics' functional mean, fast-bss-eval (NumPy)
 for SDR and the pesq package for PESQ.
@@ -92,15 +92,17 @@ def pit(quick: bool, device="cpu"):
     return runs
 
 
-def _stoi_workload(extended: bool):
-    suffix = "_extended" if extended else ""
+def _stoi_workload(extended: bool, dtype=torch.float32):
+    suffix = ("_extended" if extended else "") + ("_float64" if dtype == torch.float64 else "")
+    kind = "float64" if dtype == torch.float64 else "float32"
 
     @register(f"audio/short_time_objective_intelligibility{suffix}", domain="audio",
               samples=lambda quick: 4 if quick else 8, peers=("pystoi", "torchmetrics"), tolerance=1e-4,
-              description=f"{'extended ' if extended else ''}STOI of 8 noisy signals x 4 s at 16 kHz (float32; "
+              full_only="the float32 rows cover STOI in a quick run" if dtype == torch.float64 else "",
+              description=f"{'extended ' if extended else ''}STOI of 8 noisy signals x 4 s at 16 kHz ({kind}; "
                           "4 with --quick)")
     def build(quick: bool, device="cpu"):
-        hp, ht = _pair(4 if quick else 8, seed=1)
+        hp, ht = _pair(4 if quick else 8, dtype=dtype, seed=1)
         p, t = on_device((hp, ht), device)
         m = fmetrics.audio.short_time_objective_intelligibility(fs=FS, extended=extended)
         runs = {"fmetrics": fmetrics_run(m, [(p, t)])}
@@ -122,8 +124,9 @@ def _stoi_workload(extended: bool):
     return build
 
 
-_stoi_workload(False)
-_stoi_workload(True)
+for _extended in (False, True):
+    for _dtype in (torch.float32, torch.float64):
+        _stoi_workload(_extended, _dtype)
 
 
 @register("audio/perceptual_evaluation_speech_quality", domain="audio", samples=lambda quick: 2 if quick else 8,

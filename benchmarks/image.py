@@ -1,6 +1,7 @@
 """Image workloads (run with ``--threads 1``): SSIM, MS-SSIM and PSNR on 64 image pairs 3x256x256 float32 in
 [0, 1] (2 with --quick), fed as batches of 16, and the FID ``finalize`` (the Fréchet distance of 2048-d
-statistics; 384-d with --quick).
+statistics; 384-d with --quick), also from 8, 64, 512 and 2,100 images per side (full runs only: the
+rank-deficient covariances of few images).
 
 Peers: scikit-image (a loop over images for SSIM; one call over the whole array for PSNR), pytorch-msssim
 (``ssim`` / ``ms_ssim`` per batch), torchmetrics' classes (``update`` per batch, ``compute``), and for FID the
@@ -228,3 +229,42 @@ def fid_finalize(quick: bool, device="cpu"):
     except ImportError:
         pass
     return runs
+
+
+def fid_feature_state(d: int, n: int, seed: int = 0):
+    """An FID state from ``n`` feature rows per side (``d``-dim, correlated columns): covariances of rank
+    ``n - 1`` when ``n <= d``, as a run over few images leaves them."""
+    from fmetrics.image.features import FIDState
+
+    g = torch.Generator().manual_seed(seed)
+    scale = torch.rand(d, generator=g, dtype=torch.float64) + 0.5
+
+    def side(shift):
+        f = torch.randn(n, d, generator=g, dtype=torch.float64)
+        f = (f + 0.5 * f.roll(1, 1)) * scale + shift  # neighbouring features correlated
+        return torch.tensor(n, dtype=torch.int64), f.sum(0), f.T @ f
+
+    return FIDState(*side(0.0), *side(0.05), torch.zeros((), dtype=torch.int64))
+
+
+def _fid_images_workload(n: int):
+    @register(f"image/frechet_inception_distance_finalize_{n}_images", domain="image", samples=1,
+              peers=("torchmetrics",), tolerance=1e-6,
+              full_only="torchmetrics' 2048-d eigvals takes seconds a call",
+              description=f"FID finalize from {n} images per side (2048-d features; covariance rank "
+                          f"{min(n - 1, FID_DIMS)}) vs torchmetrics' compute (general eigvals of S1 @ S2)")
+    def build(quick: bool, device="cpu"):
+        on = on_device(fid_feature_state(FID_DIMS, n), device)
+        metric = fmetrics.frechet_inception_distance(feature=_Features(FID_DIMS))
+        runs = {"fmetrics": lambda: metric.finalize(on)}
+        try:
+            runs["torchmetrics"] = torchmetrics_fid(on, FID_DIMS)
+        except ImportError:
+            pass
+        return runs
+
+    return build
+
+
+for _count in (8, 64, 512, 2100):
+    _fid_images_workload(_count)
