@@ -7,8 +7,10 @@
 * corpus BLEU over 10k sentences (500 with --quick): `paired_bootstrap(sacre_bleu_score())` against
   sacrebleu's ``PairedTest(test_type="bs")`` on the same corpus; both give the same delta (the p-values
   differ only by Monte-Carlo error, not compared);
-* multiclass accuracy over 1e6 rows (1e4 with --quick), 10 classes: against a NumPy paired bootstrap
-  that resamples per-row hits with ``bincount`` counts (the fastest plain-NumPy form: no gather of rows);
+* multiclass accuracy over 1e6 rows (1e4 with --quick), 10 classes, sample ids: against NumPy paired
+  bootstraps of per-row hits -- ``bincount`` counts of ``rng.integers`` draws (the fastest plain-NumPy
+  form; other draws, so only a, b, delta compare) and (``..._same_draws``) fmetrics' hashed Poisson
+  weights computed again in NumPy (64 replicates per block), whose interval and p-value must equal ours;
 * DeLong's test over 1e6 scores (1e4 with --quick): `delong_test` (one-shot: check, update, finalize)
   against the NumPy fast DeLong of Sun & Xu (2014) (midranks by ``scipy.stats.rankdata``); the
   ``sort_s`` column is one ``torch.sort`` of one system's scores (``np_sort_s`` numpy's sort), the floor
@@ -16,6 +18,7 @@
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -83,25 +86,79 @@ def _classes(quick: bool):
     return a, b, target
 
 
-@register("comparing/paired_bootstrap_multiclass_accuracy", domain="comparing", samples=_rows, peers=("numpy",),
-          tolerance=1e-9)
-def paired_bootstrap_multiclass_accuracy(quick: bool, device="cpu"):
-    """paired_bootstrap(multiclass_accuracy(10, micro), 1000 replicates) vs a NumPy paired bootstrap: a, b, delta"""
+_G = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer on uint64 (wrapping), as `fmetrics.wrappers._draws.mix`."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _poisson_table() -> np.ndarray:
+    """Poisson(1) count of each 16-bit draw ``u``: ``#{k : u >= ceil(2^16 P(X <= k))}`` (at most 7)."""
+    cdf = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(20)]) * 2**16
+    return np.searchsorted(np.ceil(cdf[cdf < 2**16 - 1]), np.arange(2**16), side="right").astype(np.uint8)
+
+
+_POISSON_TABLE = _poisson_table()
+
+
+def _numpy_paired_same_draws(hit_a: np.ndarray, hit_b: np.ndarray, ids: np.ndarray, seed: int, num: int):
+    """The paired bootstrap of accuracy in NumPy with fmetrics' replicate weights (sample ids keyed; hash of
+    (id, group of 4 replicates) split in four 16-bit Poisson draws), 64 replicates per block; then the same
+    percentile interval and crossing p-value."""
+    table = _POISSON_TABLE
+    with np.errstate(over="ignore"):
+        keys = _mix(ids.astype(np.uint64) + _mix(np.uint64(seed)))
+    cols = np.stack([hit_b.astype(np.float32) - hit_a, np.ones(len(ids), np.float32)])  # (2, N)
+    deltas = []
+    for first in range(0, num, 64):
+        groups = np.arange(first // 4, -(-min(first + 64, num) // 4), dtype=np.uint64)
+        h = _mix(keys[:, None] ^ _mix((groups + np.uint64(1)) * _G))  # (N, groups)
+        w = table[h.view(np.uint16)][:, :min(64, num - first)].astype(np.float32)  # replicate 4g + j: half j
+        diff, total = np.einsum("sn,nr->sr", cols, w)  # exact: integer sums below 2^24; no BLAS threads
+        deltas.append(diff.astype(np.float64) / total)
+    d = np.concatenate(deltas)
+    tie = 0.5 * np.sum(d == 0)
+    p = min(1.0, (2 * min(np.sum(d < 0) + tie, np.sum(d > 0) + tie) + 1) / (num + 1))
+    low, high = np.quantile(d, [0.025, 0.975])
+    return low, high, p
+
+
+def _accuracy_workload(quick: bool, device, keys):
+    """``(data, ours, hits)``: paired_bootstrap(multiclass_accuracy(10, micro), 1000 replicates, sample ids)."""
     a, b, target = on_device(_classes(quick), device)
+    ids = torch.arange(a.shape[0], device=a.device)
     m = fmetrics.wrappers.paired_bootstrap(fmetrics.multiclass_accuracy(num_classes=10, average="micro"),
-                                           num_samples=REPLICATES)
+                                           num_samples=REPLICATES, sample_ids=True)
 
     def ours():
         s = m.init(None if a.device.type == "cpu" else a.device)
         for lo in range(0, a.shape[0], 65536):
-            s = m.update(s, a[lo:lo + 65536], b[lo:lo + 65536], target[lo:lo + 65536])
+            s = m.update(s, ids[lo:lo + 65536], a[lo:lo + 65536], b[lo:lo + 65536], target[lo:lo + 65536])
         out = m.finalize(s)
-        return {k: out[k] for k in ("a", "b", "delta")}
+        return {k: out[k] for k in keys}
+
+    def hits():
+        t = target.cpu().numpy()
+        return a.cpu().numpy().argmax(1) == t, b.cpu().numpy().argmax(1) == t, ids.cpu().numpy()
+
+    return ours, hits
+
+
+@register("comparing/paired_bootstrap_multiclass_accuracy", domain="comparing", samples=_rows, peers=("numpy",),
+          tolerance=1e-9)
+def paired_bootstrap_multiclass_accuracy(quick: bool, device="cpu"):
+    """paired_bootstrap(multiclass_accuracy(10, micro), 1000 replicates) vs a NumPy paired bootstrap of per-row
+    hits by bincount resampling (other draws: a, b, delta compared)"""
+    ours, hits = _accuracy_workload(quick, device, ("a", "b", "delta"))
 
     def numpy():
-        t = target.cpu().numpy()
-        hit_a, hit_b = a.cpu().numpy().argmax(1) == t, b.cpu().numpy().argmax(1) == t
-        rng, n = np.random.default_rng(0), t.shape[0]
+        hit_a, hit_b, _ = hits()
+        rng, n = np.random.default_rng(0), hit_a.shape[0]
         deltas = []
         for _ in range(REPLICATES):
             w = np.bincount(rng.integers(0, n, n), minlength=n)
@@ -109,6 +166,23 @@ def paired_bootstrap_multiclass_accuracy(quick: bool, device="cpu"):
         np.quantile(deltas, [0.025, 0.975])
         va, vb = hit_a.mean(), hit_b.mean()
         return {"a": torch.tensor(va), "b": torch.tensor(vb), "delta": torch.tensor(vb - va)}
+
+    return {"fmetrics": ours, "numpy": numpy}
+
+
+@register("comparing/paired_bootstrap_multiclass_accuracy_same_draws", domain="comparing", samples=_rows,
+          peers=("numpy",), tolerance=1e-9)
+def paired_bootstrap_multiclass_accuracy_same_draws(quick: bool, device="cpu"):
+    """paired_bootstrap(multiclass_accuracy(10, micro), 1000 replicates) vs NumPy with the same replicate weights:
+    a, b, delta, ci_low, ci_high, p_value"""
+    keys = ("a", "b", "delta", "ci_low", "ci_high", "p_value")
+    ours, hits = _accuracy_workload(quick, device, keys)
+
+    def numpy():
+        hit_a, hit_b, ids = hits()
+        low, high, p = _numpy_paired_same_draws(hit_a, hit_b, ids, 0, REPLICATES)
+        va, vb = hit_a.mean(), hit_b.mean()
+        return {k: torch.tensor(v, dtype=torch.float64) for k, v in zip(keys, (va, vb, vb - va, low, high, p))}
 
     return {"fmetrics": ours, "numpy": numpy}
 

@@ -132,21 +132,23 @@ def poisson1_counts(sample_hash: torch.Tensor, num_replicates: int, dtype: torch
     capped at 7 (P(X > 7) = 1e-5). ``first`` must be a multiple of 4.
 
     The hashes are laid out ``(B, groups)`` and each is split into its four
-    16-bit fields by shift and mask (``(h >> 16 j) & 0xFFFF``: the little-endian
-    halves a ``uint16`` view would show, without the view -- torch 2.11's vmap
-    has no batching rule for ``view(dtype)``), so the draws form a contiguous
-    ``(B, R)`` block: the table is read in memory order with an int32 index (no
-    transposing copy; an int64 index costs ~4x), and the result is returned as
-    the ``(R, B)`` transposed view.
+    16-bit fields by casts, scalar shifts and a mask (its 32-bit halves, then
+    ``(half >> 16 j) & 0xFFFF``: the little-endian fields a ``uint16`` view would
+    show, without the view -- torch 2.11's vmap has no batching rule for
+    ``view(dtype)``; a broadcast shift by a tensor of shifts costs ~5x), so the
+    draws form a contiguous ``(B, R)`` block: the table (in ``dtype``, no cast
+    of the block) is read in memory order with an int32 index (no transposing
+    copy; an int64 index costs ~4x), and the result is returned as the
+    ``(R, B)`` transposed view.
     """
     groups = -(-num_replicates // 4)
     salt = mix((torch.arange(groups, dtype=torch.int64, device=sample_hash.device) + 1 + first // 4) * _GOLDEN)
     h = mix(sample_hash.unsqueeze(-1) ^ salt)  # (..., B, groups)
-    shifts = torch.arange(0, 64, 16, dtype=torch.int64, device=h.device)
-    halves = (h.unsqueeze(-1) >> shifts).to(torch.int32).bitwise_and_(0xFFFF)  # (..., B, groups, 4)
+    low, high = h.to(torch.int32), (h >> 32).to(torch.int32)  # the hash's two 32-bit halves (a cast wraps)
+    halves = torch.stack([low, low >> 16, high, high >> 16], -1).bitwise_and_(0xFFFF)  # (..., B, groups, 4)
     draws = halves.flatten(-2)[..., :num_replicates]  # (..., B, R): replicate 4g + j is half j of hash g
-    counts = torch.index_select(counts16(h.device), 0, draws.reshape(-1))  # a uint8 table, an int32 index
-    return counts.reshape(draws.shape).to(dtype).transpose(-1, -2)
+    counts = torch.index_select(counts16(h.device).to(dtype), 0, draws.reshape(-1))  # the table in dtype
+    return counts.reshape(draws.shape).transpose(-1, -2)
 
 
 def multinomial(h: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
