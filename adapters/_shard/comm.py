@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterable, NamedTuple, Optional
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
-ROUND_BYTES = 4 * 2**20  # payload per rank and round of `deliver`: its transient buffers are O(this), not O(rows)
+ROUND_BYTES = 8 * 2**20  # transient bytes per rank and round of `deliver` (O(this), not O(rows))
+_ROW_OVERHEAD = 16  # transient bytes per row of a round besides its payload: destination, order, masks
 
 
 class Ctx(NamedTuple):
@@ -54,11 +56,12 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
     Two passes over the blocks: the first counts the rows per destination (one ``all_to_all_single``; the
     receivers allocate their rows once, with ``alloc(rows, like_column)`` if given) and the integer columns'
     bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32 holding every rank's values); the
-    second sends rounds of at most `ROUND_BYTES` per rank (one ``all_to_all_single`` of the round's counts,
-    one per column). The transient buffers are O(one round) whatever the number of rows."""
+    second sends rounds of about `ROUND_BYTES` (payload and per-row bookkeeping) per rank (one
+    ``all_to_all_single`` of the round's counts, one per column). The transient buffers are O(one round),
+    whatever the number of rows."""
     world, width = ctx.world, ctx.world * channels
     row_bytes = max(sum(math.prod(c.shape[1:]) * c.element_size() for c in like), 1)
-    limit = max(ROUND_BYTES // row_bytes, 1)
+    limit = max(ROUND_BYTES // (row_bytes + _ROW_OVERHEAD), 1)
     ints = [i for i, c in enumerate(like) if c.dtype in (torch.int16, torch.int32, torch.int64)]
     send = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
     flags = torch.zeros(1 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rounds, then -low / high
@@ -93,7 +96,7 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
         keep = dest >= 0
         if not bool(keep.all()):
             cols, dest = [c[keep] for c in cols], dest[keep]
-        order = torch.argsort(dest, stable=True)
+        order = _grouped(dest, width)
         s = torch.bincount(dest, minlength=width)
         rc = torch.empty_like(s)
         dist.all_to_all_single(rc, s, group=ctx.group)
@@ -113,6 +116,20 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
             for ch in range(channels):
                 at[src][ch] += rc[src][ch]
     return (outs, recv) if counts else outs
+
+
+def _grouped(dest: torch.Tensor, width: int) -> torch.Tensor:
+    """The rows' positions ordered by destination, each destination's in their order (a stable argsort; for a
+    few destinations, one mask per destination)."""
+    if width > FEW_DESTINATIONS:
+        return torch.argsort(dest, stable=True)
+    if dest.device.type == "cpu":  # numpy's flatnonzero: several times torch's nonzero there
+        d = dest.numpy()
+        return torch.from_numpy(np.concatenate([np.flatnonzero(d == k) for k in range(width)]))
+    return torch.cat([torch.nonzero(dest == k)[:, 0] for k in range(width)])
+
+
+FEW_DESTINATIONS = 8  # up to this many destinations per round, `_grouped` masks instead of sorting
 
 
 def _rounds(blocks: Iterable, limit: int):

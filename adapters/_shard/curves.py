@@ -20,6 +20,7 @@ so it raises, warns and gives the degenerate values (no positives / no negatives
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -56,17 +57,17 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
             yield scores.to(ctx.comm), labels.to(ctx.comm)
 
     like = torch.empty(0, dtype=dtype, device=ctx.comm)
-    cut = sort.cuts(ctx, [s for s, _ in kept()], like)
+    picked = [spec._binary_kept(s.to(dtype), c)[0].to(ctx.comm) for s, c in sort.sample(chunks, ctx.rank)]
+    cut = sort.cuts(ctx, picked, like, sampled=True)
     points = torch.zeros((cut.shape[0], 2), dtype=torch.int64, device=ctx.comm)  # (negatives, positives) at cuts
     soft = torch.zeros((), dtype=torch.int64, device=ctx.comm)
-    for scores, labels in kept():
-        a, at = sort.place(scores, cut)
-        points.view(-1).index_add_(0, a[at] * 2 + labels[at], torch.ones_like(a[at]))
-        soft += ((scores != 0) & (scores != 1)).any()
 
-    def blocks(sending):  # channel 0: negatives, 1: positives; rows at a cut stay
+    def blocks(sending):  # channel 0: negatives, 1: positives; rows at a cut are counted on the counting pass
         for scores, labels in kept():
             a, at = sort.place(scores, cut)
+            if not sending:
+                points.view(-1).index_add_(0, a[at] * 2 + labels[at], torch.ones_like(a[at], dtype=torch.int64))
+                soft.add_(((scores != 0) & (scores != 1)).any())
             yield [scores], torch.where(at, -1, a * 2 + labels)
 
     (neg,), (pos,) = comm.deliver(ctx, blocks, [like], channels=2)
@@ -104,16 +105,22 @@ def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg
     `STEP` positives: a positive's negatives below are ``under + #neg < p + #neg == p / 2`` (searchsorted),
     ``TP_>=p = P - (positives below p)``, ``FP_>=p = N - (negatives below p)``."""
     nb0, pb0 = int(under[0]), int(under[1])
+    search = _numpy_search if pos.device.type == "cpu" and pos.dtype != torch.bfloat16 else torch.searchsorted
     half = torch.zeros((), dtype=torch.int64, device=pos.device)
     ap = torch.zeros((), dtype=torch.float64, device=pos.device)
     for lo in range(0, pos.shape[0], STEP):
         p = pos[lo: lo + STEP]
-        left, right = torch.searchsorted(neg, p), torch.searchsorted(neg, p, right=True)
+        left, right = search(neg, p), search(neg, p, right=True)
         half += (left + right).sum()
-        tp = (n_pos - pb0 - torch.searchsorted(pos, p)).double()
+        tp = (n_pos - pb0 - search(pos, p)).double()
         ap += (tp / (tp + (n_neg - nb0 - left).double())).sum()
     area = pos.shape[0] * float(nb0) + half.double() / 2
     return torch.stack([area, ap])
+
+
+def _numpy_search(sorted_: torch.Tensor, v: torch.Tensor, right: bool = False) -> torch.Tensor:
+    """``torch.searchsorted`` by numpy (its binary search reuses the last position for sorted needles)."""
+    return torch.from_numpy(np.searchsorted(sorted_.numpy(), v.numpy(), "right" if right else "left"))
 
 
 def _stand_in(metric, base, has_pos: bool, has_neg: bool, hard: bool, device):

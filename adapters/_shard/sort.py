@@ -123,30 +123,52 @@ def answer(ctx: comm.Ctx, r: Range, per_key: torch.Tensor) -> torch.Tensor:
     return comm.route(ctx, [per_key[r.inverse]], r.sources)[0]
 
 
-def cuts(ctx: comm.Ctx, parts: list[torch.Tensor], like: torch.Tensor) -> torch.Tensor:
-    """Up to ``world - 1`` distinct ascending cut values: the quantiles of `SAMPLE` values per rank (drawn at
-    seeded random positions of ``parts``, this rank's values in any order, in ``like``'s dtype on every rank). With
-    `place`, values strictly between cuts ``a - 1`` and ``a`` belong to rank ``a``; a value equal to a cut is
-    counted, not routed (so a heavily tied value never piles its rows onto one rank)."""
-    n = sum(p.shape[0] for p in parts)
-    take = torch.randint(0, max(n, 1), (min(SAMPLE, n),), generator=torch.Generator().manual_seed(ctx.rank))
+def sample(parts: list, seed: int) -> list:
+    """Up to `SAMPLE` rows of ``parts`` (this rank's values in any order: tensors, or tuples of row-aligned
+    tensors) at seeded random positions; the picked rows, as the parts are."""
+    n = sum(_rows(p) for p in parts)
+    take = torch.randint(0, max(n, 1), (min(SAMPLE, n),), generator=torch.Generator().manual_seed(seed))
     take, picked, lo = take.sort().values, [], 0
     for p in parts:
-        picked.append(p[(take[(take >= lo) & (take < lo + p.shape[0])] - lo).to(p.device)])
-        lo += p.shape[0]
-    pooled = torch.sort(comm.gather_rows(ctx, torch.cat(picked) if picked else like)).values
+        at = take[(take >= lo) & (take < lo + _rows(p))] - lo
+        picked.append(tuple(c[at.to(c.device)] for c in p) if isinstance(p, tuple) else p[at.to(p.device)])
+        lo += _rows(p)
+    return picked
+
+
+def _rows(part) -> int:
+    return (part[0] if isinstance(part, tuple) else part).shape[0]
+
+
+def cuts(ctx: comm.Ctx, parts: list[torch.Tensor], like: torch.Tensor, sampled: bool = False) -> torch.Tensor:
+    """Up to ``world - 1`` distinct ascending cut values: the quantiles of every rank's `sample` of ``parts``
+    (this rank's values, or with ``sampled`` its sample, in ``like``'s dtype on every rank). With `place`,
+    values strictly between cuts ``a - 1`` and ``a`` belong to rank ``a``; a value equal to a cut is counted, not
+    routed (so a heavily tied value never piles its rows onto one rank)."""
+    mine = parts if sampled else sample(parts, ctx.rank)
+    pooled = torch.sort(comm.gather_rows(ctx, torch.cat(mine) if mine else like)).values
     if pooled.shape[0] == 0:
         return pooled
     return torch.unique(pooled[torch.arange(1, ctx.world, device=pooled.device) * pooled.shape[0] // ctx.world])
 
 
 def place(values: torch.Tensor, cut: torch.Tensor):
-    """``(range, at_cut)`` of each value: the index of the first cut ``>= value`` and whether it equals it."""
+    """``(range, at_cut)`` of each value: the index of the first cut ``>= value`` (int32) and whether it equals
+    it. A few cuts by comparisons (one pass each), more by ``searchsorted``."""
     values = values.contiguous()
-    a = torch.searchsorted(cut, values)
     if cut.shape[0] == 0:
-        return a, torch.zeros_like(a, dtype=torch.bool)
+        none = torch.zeros(values.shape, dtype=torch.int32, device=values.device)
+        return none, none.bool()
+    if cut.shape[0] <= FEW_CUTS:
+        a = (values > cut[0]).to(torch.int32)
+        for c in cut[1:]:
+            a += values > c
+    else:
+        a = torch.searchsorted(cut, values, out_int32=True)
     return a, cut[a.clamp(max=cut.shape[0] - 1)] == values
+
+
+FEW_CUTS = 4  # up to this many cuts, `place` compares instead of searching
 
 
 def below(ranges: torch.Tensor, points: torch.Tensor):
