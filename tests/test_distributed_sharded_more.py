@@ -16,7 +16,7 @@ import torch
 
 import fmetrics as fm
 from adapters import distributed
-from tests._dist import spawn
+from tests._dist import count_collectives, spawn
 from tests.test_distributed_sharded import SCENARIOS, _cuts, _local_state
 
 C, L = 4, 3
@@ -447,3 +447,34 @@ def _dtypes_body(rank, world):
 def test_uncommon_and_mixed_dtypes_and_an_ignored_label():
     for cid, got, one in spawn(_dtypes_body, 2, timeout=120)[0]:
         assert _same(got, one), (cid, got, one)
+
+
+def _volume_body(rank, world):
+    g = torch.Generator().manual_seed(rank)
+    n = 20000
+    probs, labels = torch.rand(n, C, generator=g), torch.randint(0, C, (n,), generator=g)
+    clusters = torch.randint(0, 50, (n,), generator=g)
+    out = {}
+    for name, m, inputs in (("multiclass_auroc", fm.multiclass_auroc(num_classes=C), (probs, labels)),
+                            ("multiclass_recall_at_fixed_precision",
+                             fm.multiclass_recall_at_fixed_precision(num_classes=C, min_precision=0.3),
+                             (probs, labels)),
+                            ("adjusted_rand_score", fm.adjusted_rand_score(), (clusters, labels))):
+        s = m.update(m.init(), *inputs)
+        with count_collectives() as sharded:
+            distributed.finalize(m, s)
+        with count_collectives() as gathered:
+            m.finalize(distributed.reduce(m, s))
+        out[name] = (sharded["bytes"], gathered["bytes"])
+    return out
+
+
+@pytest.mark.distributed
+def test_sharded_sends_about_one_share_of_the_rows():
+    """Bytes a rank hands to collectives: about its own rows, as the gather path (which then receives world x
+    them; the sharded path receives about one share). A multiclass column's key carries its own (positives,
+    negatives) counts, so the C columns send up to ~2x the (C scores + 1 label) rows of the gather path."""
+    bound = {"multiclass_auroc": 2.0, "multiclass_recall_at_fixed_precision": 2.0, "adjusted_rand_score": 1.6}
+    for per_rank in spawn(_volume_body, 3, timeout=180):
+        for name, (sharded, gathered) in per_rank.items():
+            assert sharded <= bound[name] * gathered, (name, sharded, gathered)
