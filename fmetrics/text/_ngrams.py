@@ -100,10 +100,10 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
     """BLEU's clipped matches ``(n_hyp, n_max)``: per hypothesis and order n, ``sum_g min(count of g in the
     hypothesis, max over its references of the count of g)`` over its n-grams ``g``.
 
-    ``tok``: non-negative word ids (``T * (max id + 1) < 2**63``) of the segments end to end, the ``n_hyp`` hypotheses first,
-    then the references (``owner[r]``: the hypothesis of reference ``r``, non-decreasing). Per order, one
-    argsort of ``(gram, hypothesis, slot)`` keys (slot 0: the hypothesis, ``k``: its k-th reference) gives
-    the counts by run lengths and the compact gram ids of the next order.
+    ``tok``: non-negative word ids (``T * (max id + 1) < 2**63``) of the segments end to end, the ``n_hyp``
+    hypotheses first, then the references (``owner[r]``: the hypothesis of reference ``r``, non-decreasing). One
+    argsort per order of ``(gram, hypothesis, slot)`` keys (slot 0: the hypothesis, ``k``: its k-th reference)
+    gives the counts by run lengths and the compact gram ids of the next order.
     """
     H, T = n_hyp, tok.size
     num = np.zeros((H, n_max), dtype=np.int64)
@@ -115,6 +115,7 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
     K = int(slot.max()) + 1
     group = (np.r_[np.arange(H, dtype=np.int64), owner] * K + slot)[seg]  # (hypothesis, slot) of a position
     HK = H * K
+    group_hyp, group_slot = np.repeat(np.arange(H, dtype=np.int64), K), np.tile(np.arange(K, dtype=np.int64), H)
     V = int(tok.max()) + 1
     gid, bound = tok, V
     for n in range(1, n_max + 1):
@@ -129,18 +130,19 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
             _, key = np.unique(key, return_inverse=True)
             bound = int(key.max()) + 1
         order = np.argsort(key * HK + group[idx])
-        packed = key[order] * HK + group[idx][order]
-        gram = packed // HK
+        pos = idx[order]
+        key, grp = key[order], group[pos]
+        new_gram = np.r_[False, key[1:] != key[:-1]]
         gid = np.empty(T, dtype=np.int64)  # compact gram ids (in sorted order) for the next order
-        gid[idx[order]] = np.cumsum(np.r_[0, gram[1:] != gram[:-1]])
-        bound = int(gid[idx[order[-1]]]) + 1
-        starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])  # runs of one (gram, hyp, slot)
-        counts = np.diff(np.r_[starts, packed.size])
-        pair, kind = packed[starts] // K, packed[starts] % K  # (gram, hypothesis) and slot
-        first = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        gid[pos] = np.cumsum(new_gram)
+        bound = int(gid[pos[-1]]) + 1
+        starts = np.flatnonzero(new_gram | np.r_[True, grp[1:] != grp[:-1]])  # runs of one (gram, hyp, slot)
+        counts = np.diff(np.r_[starts, key.size])
+        hyp, kind = group_hyp[grp[starts]], group_slot[grp[starts]]
+        first = np.flatnonzero(new_gram[starts] | np.r_[True, hyp[1:] != hyp[:-1]])  # one (gram, hypothesis)
         in_hyp = np.where(kind[first] == 0, counts[first], 0)
         in_refs = np.maximum.reduceat(np.where(kind > 0, counts, 0), first)
-        num[:, n - 1] = np.bincount(pair[first] % H, weights=np.minimum(in_hyp, in_refs), minlength=H)
+        num[:, n - 1] = np.bincount(hyp[first], weights=np.minimum(in_hyp, in_refs), minlength=H)
     return num
 
 
