@@ -160,11 +160,12 @@ def place(values: torch.Tensor, cut: torch.Tensor):
         none = torch.zeros(values.shape, dtype=torch.int32, device=values.device)
         return none, none.bool()
     if cut.shape[0] <= FEW_CUTS:
-        a = (values > cut[0]).to(torch.int32)
+        a, at = (values > cut[0]).to(torch.int32), values == cut[0]
         for c in cut[1:]:
             a += values > c
-    else:
-        a = torch.searchsorted(cut, values, out_int32=True)
+            at |= values == c
+        return a, at
+    a = torch.searchsorted(cut, values, out_int32=True)
     return a, cut[a.clamp(max=cut.shape[0] - 1)] == values
 
 

@@ -126,11 +126,11 @@ def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], 
         """``(y bits << 32) | 2 rx`` of rows to their y range; the y-cut rows' terms summed here."""
         b, at = sort.place(y, cut_y)
         if sending:
-            dx = r2 - n1
-            sums[1] += np.dot(dx, dx.astype(np.float64))
-            ry = at_y[b[at].numpy()] - n1
-            sums[0] += np.dot(dx[at.numpy()].astype(np.float64), ry)
-            sums[2] += np.dot(ry, ry.astype(np.float64))
+            dx = (r2 - n1).astype(np.float64)
+            sums[1] += dx @ dx
+            ry = (at_y[b[at].numpy()] - n1).astype(np.float64)
+            sums[0] += dx[at.numpy()] @ ry
+            sums[2] += ry @ ry
         keep = ~at
         return [torch.from_numpy((sort._sortable(y[keep]) << 32) | r2[keep.numpy()])], b[keep]
 
@@ -143,7 +143,7 @@ def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], 
         while end > 0:
             lo = max(end - STEP, 0)
             step = p1[lo:end]
-            r2, tail = _doubled_ranks(p1, step, int(bx[ctx.rank, 0]), tail)
+            r2, tail = _doubled_ranks(p1, lo, step, int(bx[ctx.rank, 0]), tail)
             y = torch.from_numpy((step & _LOW).astype(np.uint32).view(np.float32))
             del step
             if sending:
@@ -156,7 +156,7 @@ def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], 
     base = int(by[ctx.rank, 0])
     for lo in range(0, p2.shape[0], STEP):
         step = p2[lo: lo + STEP]
-        dy = (_doubled_ranks(p2, step, base)[0] - n1).astype(np.float64)
+        dy = (_doubled_ranks(p2, lo, step, base)[0] - n1).astype(np.float64)
         sums[0] += np.dot((step & _LOW) - n1, dy)
         sums[2] += np.dot(dy, dy)
     return torch.from_numpy(sums)
@@ -177,15 +177,24 @@ def _bits(y: torch.Tensor) -> np.ndarray:
     return y.contiguous().numpy().view(np.uint32).astype(np.int64)
 
 
-def _doubled_ranks(p: np.ndarray, step: np.ndarray, below: int, tail=None):
-    """``(2 * rank, (key, run end) of the first row)`` of the sorted packed rows ``step`` of ``p`` (ties averaged
-    over the run of equal high bits). ``tail``: the first row's pair of the step above, when ``p`` has been cut
-    short at this step's end (the run it starts may continue there)."""
-    key = step >> 32
-    first = np.searchsorted(p, key << 32, "left")
-    last = np.searchsorted(p, (key << 32) | _LOW, "right")
-    if tail is not None:
-        last[key == tail[0]] = tail[1]
+def _doubled_ranks(p: np.ndarray, lo: int, step: np.ndarray, below: int, tail=None):
+    """``(2 * rank, (key, run end) of the first row)`` of the sorted packed rows ``step = p[lo: lo + len]`` (ties
+    averaged over the run of equal high bits): runs inside the step by a scan, the two runs at its edges by
+    ``searchsorted`` on ``p``. ``tail``: the first row's pair of the step above, when ``p`` has been cut short at
+    this step's end (the run it starts may continue there)."""
+    key, n = step >> 32, step.shape[0]
+    at = np.arange(n)
+    new = np.empty(n, dtype=bool)
+    new[:1] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    first = np.maximum.accumulate(np.where(new, at, 0)) + lo
+    ends = np.append(new[1:], True)
+    last = np.minimum.accumulate(np.where(ends, at + 1, n)[::-1])[::-1] + lo
+    first[first == lo] = np.searchsorted(p, key[0] << 32, "left")
+    if tail is not None and key[-1] == tail[0]:
+        last[last == lo + n] = tail[1]
+    else:
+        last[last == lo + n] = np.searchsorted(p, (key[-1] << 32) | _LOW, "right")
     return 2 * below + first + last + 1, (key[0], last[0])
 
 
