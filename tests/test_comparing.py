@@ -565,3 +565,105 @@ def test_deferred_bad_labels_counted_per_replicate_and_reported_with_the_true_co
     assert int(s.a.invalid.count) == 3
     with pytest.raises(ValueError, match="multiclass_accuracy.*3 input entries.*the first was 9"):
         m.finalize(s)
+
+
+# ---------------------------------------------------------------- detection per image, audio per signal
+
+def _detections(n, seed):
+    """``n`` images of 1-4 boxes in 2 classes; system B's boxes closer to the truth than A's."""
+    g = torch.Generator().manual_seed(seed)
+    preds_a, preds_b, target = [], [], []
+    for _ in range(n):
+        k = int(torch.randint(1, 5, (1,), generator=g))
+        xy = torch.rand(k, 2, generator=g) * 60
+        gt = torch.cat([xy, xy + 8 + torch.rand(k, 2, generator=g) * 30], 1)
+        labels = torch.randint(0, 2, (k,), generator=g)
+        target.append({"boxes": gt, "labels": labels})
+        for preds, err in ((preds_a, 9.0), (preds_b, 4.0)):
+            shrink = torch.rand(k, 4, generator=g) * err * torch.tensor([1.0, 1.0, -1.0, -1.0]) / 2
+            corner = torch.rand(1, 2, generator=g) * 60
+            extra = torch.cat([corner, corner + 10], 1)  # a false positive (or a lucky hit)
+            preds.append({"boxes": torch.cat([gt + shrink, extra]), "scores": torch.rand(k + 1, generator=g),
+                          "labels": torch.cat([labels, torch.randint(0, 2, (1,), generator=g)])})
+    return preds_a, preds_b, target
+
+
+def _coco_map(preds, target):
+    from tests.cases.detection import coco_reference
+
+    return coco_reference(preds, target, box_format="xyxy")[0][0]
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+def test_detection_map_resampled_per_image(test):
+    """mAP per image: replicate r is the images repeated (or swapped) by the same draws, scored by pycocotools."""
+    pa, pb, t = _detections(12, 0)
+    R, seed = 12, 5
+    ids = torch.arange(12) * 3 + 1
+    if test == "bootstrap":
+        m = W.paired_bootstrap(fm.mean_average_precision(), num_samples=R, seed=seed, sample_ids=True)
+    else:
+        m = W.permutation_test(fm.mean_average_precision(), num_permutations=R, seed=seed, sample_ids=True)
+    s = m.update(m.init(), ids[:5], pa[:5], pb[:5], t[:5])
+    s = m.merge(s, m.update(m.init(), ids[5:], pa[5:], pb[5:], t[5:]))
+    out = m.finalize(s)["map"]
+    va, vb = _coco_map(pa, t), _coco_map(pb, t)
+    keys = _draws_np.id_keys(seed, ids)
+    if test == "bootstrap":
+        c = _draws_np.poisson_counts(keys, R)
+        rep = lambda p, w: _coco_map([x for x, k in zip(p, w) for _ in range(k)],  # noqa: E731
+                                     [x for x, k in zip(t, w) for _ in range(k)])
+        d = np.array([rep(pb, w) - rep(pa, w) for w in c])
+        np.testing.assert_allclose([float(out["ci_low"]), float(out["ci_high"])], np.quantile(d, [0.025, 0.975]),
+                                   rtol=1e-9, atol=1e-12)
+        p = crossing_p(d)
+    else:
+        swap = swap_bits_np(keys, R).astype(bool)
+        d = np.array([_coco_map([x if s_ else y for x, y, s_ in zip(pa, pb, w)], t)
+                      - _coco_map([y if s_ else x for x, y, s_ in zip(pa, pb, w)], t) for w in swap])
+        p = (np.sum(np.abs(d) >= abs(vb - va) - 1e-9) + 1) / (R + 1)
+    np.testing.assert_allclose([float(out["a"]), float(out["b"])], [va, vb], rtol=1e-9)
+    np.testing.assert_allclose(float(out["p_value"]), p, rtol=1e-9)
+    assert np.ptp(d) > 0 and 0 < vb - va  # replicates differ; B is better
+
+
+def _si_sdr(p, t):
+    alpha = (p * t).sum(-1, keepdims=True) / (t * t).sum(-1, keepdims=True)
+    return 10 * np.log10(((alpha * t) ** 2).sum(-1) / ((alpha * t - p) ** 2).sum(-1))
+
+
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+def test_audio_si_sdr_resampled_per_signal(test):
+    """SI-SDR per signal (the published formula by hand): replicate means over the same draws."""
+    g = torch.Generator().manual_seed(3)
+    target = torch.randn(50, 400, generator=g, dtype=torch.float64)
+    level = 0.3 + 0.7 * torch.rand(2, 50, 1, generator=g, dtype=torch.float64)  # noise levels vary per signal
+    a = target + level[0] * torch.randn(50, 400, generator=g, dtype=torch.float64)
+    b = target + level[1] * torch.randn(50, 400, generator=g, dtype=torch.float64)
+    R, seed = 200, 8
+    ids = torch.arange(50) + 100
+    if test == "bootstrap":
+        m = W.paired_bootstrap(fm.scale_invariant_signal_distortion_ratio(), num_samples=R, seed=seed,
+                               sample_ids=True)
+    else:
+        m = W.permutation_test(fm.scale_invariant_signal_distortion_ratio(), num_permutations=R, seed=seed,
+                               sample_ids=True)
+    s = m.init()
+    for lo, hi in ((0, 17), (17, 18), (18, 50)):
+        s = m.update(s, ids[lo:hi], a[lo:hi], b[lo:hi], target[lo:hi])
+    out = m.finalize(s)
+    sa, sb = _si_sdr(a.numpy(), target.numpy()), _si_sdr(b.numpy(), target.numpy())
+    keys = _draws_np.id_keys(seed, ids)
+    if test == "bootstrap":
+        c = _draws_np.poisson_counts(keys, R)
+        d = (c @ sb - c @ sa) / c.sum(1)
+        np.testing.assert_allclose([float(out["ci_low"]), float(out["ci_high"])], np.quantile(d, [0.025, 0.975]),
+                                   rtol=1e-9)
+        p = crossing_p(d)
+    else:
+        swap = swap_bits_np(keys, R).astype(bool)
+        d = np.where(swap, sa, sb).mean(1) - np.where(swap, sb, sa).mean(1)
+        p = (np.sum(np.abs(d) >= abs(sb.mean() - sa.mean()) - 1e-9) + 1) / (R + 1)
+    np.testing.assert_allclose([float(out["a"]), float(out["b"])], [sa.mean(), sb.mean()], rtol=1e-9)
+    np.testing.assert_allclose(float(out["p_value"]), p, rtol=1e-9)
+    assert 1 / (R + 1) < p < 1  # an informative comparison, not a boundary value

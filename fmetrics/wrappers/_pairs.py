@@ -61,9 +61,27 @@ def _query_copies(state, counts: torch.Tensor):
     return state._replace(indexes=(indexes * 8 + copy,))
 
 
+def _weights(swap: bool, num: int) -> Callable[..., tuple]:
+    """``weights(keys, first, count) -> (own, other)`` ``(count, B)``: Poisson counts and ``None``, or the swaps
+    ``1 - s, s``."""
+    def weights(keys, first=0, count=num):
+        dtype = accum_dtype(keys.device)
+        if swap:
+            s = swap_bits(keys, count, dtype, first)
+            return 1 - s, s
+        return _draws.poisson1_counts(keys, count, dtype, first), None
+
+    return weights
+
+
 def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: bool, swap: bool,
                 summary: Callable[[Any, Any, Any, Any], dict]) -> Metric:
     """The paired `Metric`: ``summary(value_a, value_b, replicates_a, replicates_b)`` makes its value."""
+    if metric.recipe is not None and metric.recipe.module.startswith("fmetrics.detection"):
+        from fmetrics.wrappers import _segments  # per-image segments of chunk fields (lists of dicts)
+
+        return _segments.two_systems(name, metric, num=num, seed=seed, sample_ids=sample_ids,
+                                     weights=_weights(swap, num), summary=summary)
     queries = by_query(metric)
     if queries and sample_ids:
         raise validation.fail(name, "sample_ids", "False for a retrieval metric (whole queries are resampled, "
@@ -77,12 +95,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     host_sums = metric.host_input and tags is not None and not keeps_rows  # BLEU, chrF, TER, WER, ...
     bits = 1 if swap else 3  # the largest weight: 1 (a swap) or 7 (the Poisson table)
 
-    def weights(keys, first=0, count=num):
-        dtype = accum_dtype(keys.device)
-        if swap:
-            s = swap_bits(keys, count, dtype, first)
-            return 1 - s, s
-        return _draws.poisson1_counts(keys, count, dtype, first), None
+    weights = _weights(swap, num)
 
     def one_row_states(inputs, n):
         if not metric.host_input:
