@@ -32,6 +32,7 @@ METRICS = [
     ("multilabel_average_precision", dict(num_labels=L, average=None, ignore_index=-1)),
     ("auroc", dict(task="multilabel", num_labels=L)),
     ("binary_auroc", dict(max_fpr=0.3)),
+    ("auroc", dict(task="binary", max_fpr=1.0, ignore_index=-1)),
     ("binary_roc", dict()),
     ("binary_precision_recall_curve", dict(ignore_index=-1)),
     ("multiclass_roc", dict(num_classes=C)),

@@ -84,7 +84,10 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     if kind in FIXED:
         p.curves(ctx, ranges, dtype, micro=False, pick=FIXED[kind](args[FLOOR[kind]], spec.absent_recall))
         return metric.finish(p)
-    if kind in CURVE or args.get("max_fpr") is not None:
+    max_fpr = args.get("max_fpr")
+    if max_fpr is not None and _distinct(ctx, ranges[0]) > 2 and bool((ranges[0].total > 0).all()):
+        return partial_auroc(ctx, ranges[0], float(max_fpr), device)
+    if kind in CURVE or max_fpr is not None:
         p.curves(ctx, ranges, dtype, micro=average == "micro")
         return metric.finish(p)
     return scalar(ctx, p, kind, average, ranges, device)
@@ -136,6 +139,44 @@ def scalar(ctx: comm.Ctx, p: "Global", kind: str, average: str, ranges: list, de
         return values[0]
     pos = torch.tensor([a for a, _ in totals], dtype=torch.int64, device=device)
     return _curve.reduce(values, average, pos, p.name)
+
+
+def _distinct(ctx: comm.Ctx, r: sort.Range) -> int:
+    n = torch.tensor([r.keys.shape[0]], device=ctx.comm)
+    dist.all_reduce(n, group=ctx.group)
+    return int(n)
+
+
+def partial_auroc(ctx: comm.Ctx, r: sort.Range, max_fpr: float, device) -> torch.Tensor:
+    """McClish's standardized partial AUROC (`auroc._partial`) without the global curve: the ROC points of each
+    range (decreasing thresholds) up to ``fpr <= max_fpr``, their trapezoids, the segments that join a range to
+    the previous one in curve order (its last point, from one ``all_gather`` of every range's ends) and the
+    segment cut at ``max_fpr``, summed by one ``all_reduce``. Data with positives, negatives and more than two
+    distinct scores (else the global curve is tiny: the metric's own finalize reads it)."""
+    n_pos, n_neg = (int(v) for v in r.total)
+    pos_below, neg_below = _below(r)
+    x = _curve.divide(n_neg - neg_below, n_neg).flip(0)  # fpr, tpr in curve order
+    y = _curve.divide(n_pos - pos_below, n_pos).flip(0)
+    ends = torch.zeros(5, dtype=torch.float64, device=x.device)  # (has points, first x, first y, last x, last y)
+    if x.numel():
+        ends = torch.stack([torch.ones((), dtype=torch.float64, device=x.device), x[0], y[0], x[-1], y[-1]])
+    every = comm.gather_rows(ctx, ends[None])
+    # the point before this range on the curve: the last point of the nearest higher rank's range, else (0, 0)
+    before = next((e for e in every[ctx.rank + 1:] if e[0] > 0), torch.zeros(5, dtype=torch.float64, device=x.device))
+    xs, ys = torch.cat([before[3:4], x]), torch.cat([before[4:5], y])
+    inside = int((xs <= max_fpr).sum())  # a prefix: fpr grows along the curve
+    k = max(inside, 1)
+    twice = ((xs[1:k] - xs[:k - 1]) * (ys[1:k] + ys[:k - 1])).sum()
+    if 0 < inside < xs.shape[0]:  # the curve crosses max_fpr inside this range (or at its first point)
+        w = (max_fpr - xs[inside - 1]) / (xs[inside] - xs[inside - 1])
+        cut = torch.lerp(ys[inside - 1], ys[inside], w)
+        twice = twice + (max_fpr - xs[inside - 1]) * (ys[inside - 1] + cut)
+    twice = twice.reshape(1)
+    dist.all_reduce(twice, group=ctx.group)
+    if max_fpr == 1:  # the whole area (`auroc.column_auroc`)
+        return (twice[0] / 2).to(device)
+    low = 0.5 * max_fpr ** 2
+    return (0.5 * (1 + (twice[0] / 2 - low) / (max_fpr - low))).to(device)
 
 
 def _no_positives(n_neg: int, device) -> _curve.Counts:
