@@ -10,11 +10,16 @@ so a tie never straddles a range boundary); with ``P_u, N_u`` the positives / ne
   ``sum_u P_u TP_{>=u} / (TP_{>=u} + FP_{>=u})``, one ``all_reduce`` for every column; the per-column
   values ``U / (P N)`` and ``AP / P`` are then averaged as one process does (`_curve.reduce`). Memory per
   rank: its own rows and distinct keys.
-* the curves and what is read off them (ROC, PR curve, the fixed-point metrics, EER, log-AUC, AUROC with
-  ``max_fpr``) (`Global`): each range's points ``(fps, tps, threshold)`` with ``tps(u) = P - P_{<u}`` are
-  gathered in rank order (every range is above the previous rank's) and flipped to decreasing thresholds:
-  the global `_curve.Counts` of each column, from which the metric's own ``finish`` computes the value.
-  Every rank then holds the curve: O(global distinct scores) per column, the size of a curve's output.
+* partial AUROC (``max_fpr``, `partial_auroc`): per range the trapezoids of its ROC points up to
+  ``fpr <= max_fpr``, the joins to the previous range (one ``all_gather`` of the ranges' end points) and the
+  segment cut at ``max_fpr``, one ``all_reduce``. Memory: as AUROC.
+* the fixed-point metrics (`FIXED`): each range picks its candidate point by the metric's rule; the ``world``
+  candidates are gathered as a `_curve.Counts` and the metric's own ``finish`` chooses among them.
+* the curves and what else is read off them (ROC, PR curve, EER, log-AUC) (`Global`): each range's points
+  ``(fps, tps, threshold)`` with ``tps(u) = P - P_{<u}`` are gathered in rank order (every range is above
+  the previous rank's) and flipped to decreasing thresholds: the global `_curve.Counts` of each column, from
+  which the metric's own ``finish`` computes the value. Every rank then holds the curve: O(global distinct
+  scores) per column, the size of a curve's output.
 
 The value records (invalid labels, NaN scores) are reduced on the state without its rows, and reported as
 one process reports them; warnings (no positives / negatives, hard 0/1 scores, NaN columns left out of an
