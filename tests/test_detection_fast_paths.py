@@ -75,3 +75,14 @@ def test_mask_sizes(hw):
     ref = coco_reference(preds, target, "segm")
     out = mean_average_precision(iou_type="segm", extended_summary=True)(preds, target)
     _arrays_equal(out, ref)
+
+
+@pytest.mark.parametrize("words", [0, 1, 126, 127, 128, 255, 300, 1000])
+def test_pixel_counts(words):
+    from fmetrics.detection._masks import pixel_counts
+
+    g = torch.Generator().manual_seed(words)
+    x = torch.rand(6, words * 8, generator=g) < torch.rand(6, 1, generator=g)
+    x[0], x[1] = True, False  # every byte set (the most a block can carry), none
+    w = x.view(torch.uint8).view(torch.int64) if words else torch.zeros((6, 0), dtype=torch.int64)
+    assert torch.equal(pixel_counts(w), x.sum(1))

@@ -28,13 +28,15 @@ def pixel_counts(words: torch.Tensor) -> torch.Tensor:
         >>> pixel_counts(torch.tensor([[0x0101000100000001, 1], [0, 0]]))
         tensor([5, 0])
     """
-    total = torch.zeros(words.shape[0], dtype=torch.int64, device=words.device)
-    for j in range(0, words.shape[1], 127):
-        s = words[:, j: j + 127].sum(1)
-        s = (s & 0x00FF00FF00FF00FF) + ((s >> 8) & 0x00FF00FF00FF00FF)
-        s = (s & 0x0000FFFF0000FFFF) + ((s >> 16) & 0x0000FFFF0000FFFF)
-        total += (s & 0xFFFFFFFF) + (s >> 32)
-    return total
+    n, width = words.shape
+    k = width // 127
+    blocks = [words[:, : k * 127].reshape(n, k, 127).sum(2)] if k else []
+    if width % 127 or not k:
+        blocks.append(words[:, k * 127:].sum(1, keepdim=True))
+    s = torch.cat(blocks, 1)
+    s = (s & 0x00FF00FF00FF00FF) + ((s >> 8) & 0x00FF00FF00FF00FF)
+    s = (s & 0x0000FFFF0000FFFF) + ((s >> 16) & 0x0000FFFF0000FFFF)
+    return ((s & 0xFFFFFFFF) + (s >> 32)).sum(1)
 
 
 def mask_words(flat: torch.Tensor, counts: torch.Tensor, hw: torch.Tensor):
