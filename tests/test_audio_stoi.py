@@ -147,10 +147,11 @@ def test_stoi_docstring_example():
 
 
 def test_tables_built_on_a_device_match_the_host_tables():
-    # off the CPU the window and resampling filter are computed there by torch ops (no copies)
+    # off the CPU the window, band matrix and resampling filter are computed there by torch ops (no copies)
     for fs in (8000, 10000, 16000, 44100):
-        hann, plan = S.build_constants(torch.device("cpu"), fs)
+        hann, bands, plan = S.build_constants(torch.device("cpu"), fs)
         torch.testing.assert_close(hann, S.HANN, rtol=0, atol=1e-15)
+        assert torch.equal(bands, S.BAND_WEIGHTS)
         host = S.resample_plan(fs)
         assert (plan is None) == (host is None)
         if plan is not None:

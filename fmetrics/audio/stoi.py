@@ -17,8 +17,9 @@ Per example (``target`` is the clean speech ``x``, ``preds`` the processed ``y``
    Each example keeps ``k`` frames (a tensor; no host sync).
 3. **One-third-octave bands**: the 512-point FFT of the Hann-windowed frames
    of the overlap-added signal (``k - 1`` frames per example), band energies
-   summed over the 15 one-third-octave bands' bins (pystoi's 15 x 257 matrix,
-   150 Hz upward; each band a contiguous bin range), square root.
+   over the 15 one-third-octave bands (pystoi's 15 x 257 matrix, 150 Hz
+   upward; each band a contiguous bin range: float64 sums each band's slice,
+   float32 takes the matrix product over the used bins), square root.
 4. **Intermediate intelligibility** over every window of 30 frames (``k - 30``
    windows; the others are masked out): STOI normalizes and clips the
    estimate's band envelope (at -15 dB SDR) and averages the per-band
@@ -55,6 +56,14 @@ BETA = -15.0  # lower SDR bound (dB)
 DYN_RANGE = 40  # speech dynamic range (dB)
 EPS = float(np.finfo(np.float64).eps)
 TOO_SHORT = 1e-5  # pystoi's value for an example with fewer than N frames left
+
+
+def _band_weights() -> torch.Tensor:
+    """``(2 bins, 16)``: the band matrix over the used bins, each row twice (re^2 and im^2), a zero 16th band
+    (a 16-column product runs 2x faster than 15 in MKL)."""
+    lo, hi = _band_bins()
+    obm = torch.from_numpy(third_octave_matrix()[:, lo:hi].T.copy())
+    return torch.nn.functional.pad(obm.repeat_interleave(2, 0), (0, 1))
 
 
 def _hann() -> np.ndarray:
@@ -170,9 +179,12 @@ def _band_bins():
 
 
 def build_constants(device: torch.device, fs: int, plan=None):
-    """``(hann, resample plan)`` float64, computed by torch ops on ``device`` (off the CPU: a pageable
-    host-to-device copy would synchronize a GPU); equal to the host tables to ~1e-16."""
+    """``(hann, band weights, resample plan)`` float64, computed by torch ops on ``device`` (off the CPU: a
+    pageable host-to-device copy would synchronize a GPU); equal to the host tables to ~1e-16."""
     hann = torch.hann_window(N_FRAME + 2, periodic=False, dtype=torch.float64, device=device)[1:-1]
+    weights = torch.zeros(2 * (BAND_HI - BAND_LO), NUMBAND + 1, dtype=torch.float64, device=device)
+    for band, (lo, hi) in enumerate(BAND_EDGES):
+        weights[2 * (lo - BAND_LO):2 * (hi - BAND_LO), band] = 1.0
     if plan is None:  # eager callers; the factory passes its host plan (no numpy under a trace)
         plan = resample_plan(fs)
     if plan is not None:
@@ -189,12 +201,13 @@ def build_constants(device: torch.device, fs: int, plan=None):
             taps = h[ph::up]
             w[r, 0, a + pad - taps.shape[0] + 1:a + pad + 1] = taps.flip(0)
         plan = (up, down, pad, w)
-    return hann, plan
+    return hann, weights, plan
 
 
 # constants (float64, CPU) built at import, so traced code only reads them
 BAND_LO, BAND_HI = _band_bins()
 BAND_EDGES = [(int(np.flatnonzero(row)[0]), int(np.flatnonzero(row)[-1]) + 1) for row in third_octave_matrix()]
+BAND_WEIGHTS = _band_weights()
 HANN = torch.from_numpy(_hann().copy())
 
 
@@ -203,7 +216,7 @@ def frame_count(n: int) -> int:
     return max(0, -(-(n - N_FRAME) // HOP))
 
 
-def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None):
+def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None, band_weights: torch.Tensor = None):
     """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz.
 
     Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
@@ -226,10 +239,14 @@ def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None):
     # overlap-add by halves: half j = first half of kept frame j + second half of kept frame j - 1;
     # STFT frame j (of k - 1) = halves j and j + 1 (a 256-sample view of the signal), windowed, zero-padded to 512
     halves = torch.cat([c[..., :1, :HOP], c[..., 1:, :HOP] + c[..., :-1, HOP:]], -2)
-    stft_frames = halves.flatten(-2).unfold(-1, N_FRAME, HOP) * w  # (B, 2, F - 1, 256)
-    spec = torch.view_as_real(torch.fft.rfft(stft_frames, n=NFFT, dim=-1)[..., BAND_LO:BAND_HI]).flatten(-2)
-    power = spec * spec  # re^2, im^2 interleaved: a band is one contiguous slice (4x faster than the band matrix)
-    tob = torch.stack([power[..., 2 * (lo - BAND_LO):2 * (hi - BAND_LO)].sum(-1) for lo, hi in BAND_EDGES], -1)
+    stft_frames = torch.nn.functional.pad(halves.flatten(-2).unfold(-1, N_FRAME, HOP) * w, (0, NFFT - N_FRAME))
+    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1)[..., BAND_LO:BAND_HI]).flatten(-2)
+    power = spec * spec  # re^2, im^2 interleaved
+    if power.dtype == torch.float64:  # a band is one contiguous slice: 15 slice sums, 1.5x faster than the product
+        tob = torch.stack([power[..., 2 * (lo - BAND_LO):2 * (hi - BAND_LO)].sum(-1) for lo, hi in BAND_EDGES], -1)
+    else:  # float32 slice sums take a slow path (4x slower than the product)
+        weights = (BAND_WEIGHTS if band_weights is None else band_weights).to(dtype=z.dtype, device=z.device)
+        tob = torch.matmul(power, weights)[..., :NUMBAND]
     tob = tob.sqrt()  # (B, 2, F - 1, 15)
     return tob.transpose(-1, -2), kept  # (B, 2, 15, F - 1)
 
@@ -263,14 +280,14 @@ def _stoi(tob: torch.Tensor) -> torch.Tensor:
     yp = yp - yp.mean(-1, keepdim=True)
     xc = xw - (_window_sum(x) / N).unsqueeze(-1)
     num = (yp * xc).sum(-1)
-    ny = torch.linalg.vector_norm(yp, dim=-1) + EPS
-    nx = torch.linalg.vector_norm(xc, dim=-1) + EPS
+    ny = yp.square().sum(-1).sqrt() + EPS
+    nx = xc.square().sum(-1).sqrt() + EPS
     return (num / (ny * nx)).mean(1)
 
 
 def _normalize(x: torch.Tensor, dim: int) -> torch.Tensor:
     x = x - x.mean(dim, keepdim=True)
-    norm = torch.linalg.vector_norm(x, dim=dim, keepdim=True)
+    norm = x.square().sum(dim, keepdim=True).sqrt()
     return x * torch.where(norm > 0, 1 / norm, 0.0)
 
 
@@ -299,14 +316,14 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     if x.shape[0] == 0:
         return torch.zeros(shape, dtype=torch.float64, device=preds.device)
     if x.device.type == "cpu":  # the import-time tables; ``plan`` from the factory (no numpy under a trace)
-        hann, device_plan = HANN, plan if plan is not None else resample_plan(fs)
+        hann, band_weights, device_plan = HANN, BAND_WEIGHTS, plan if plan is not None else resample_plan(fs)
     else:
-        hann, device_plan = build_constants(x.device, fs, plan)
+        hann, band_weights, device_plan = build_constants(x.device, fs, plan)
     z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, device_plan)
     z = z.reshape(x.shape[0], 2, z.shape[-1])
     if frame_count(z.shape[-1]) - 1 < N:  # static: fewer than 30 STFT frames even before removal
         return torch.full(shape, TOO_SHORT, dtype=torch.float64, device=preds.device)
-    tob, kept = _band_envelopes(z, hann)
+    tob, kept = _band_envelopes(z, hann, band_weights)
     d = _estoi(tob) if extended else _stoi(tob)
     return _masked_mean(d.double(), kept - N).reshape(shape)
 
