@@ -15,7 +15,7 @@ state without its rows, so every rank reports a deferred error alike.
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 import torch.distributed as dist
@@ -36,17 +36,24 @@ def applies(metric) -> bool:
     return r is not None and r.module.startswith("fmetrics.retrieval") and r.qualname in MEMBERS
 
 
-def owner(query: torch.Tensor, world: int) -> torch.Tensor:
-    """The rank that owns each query id: a multiplicative hash, so consecutive ids spread over the ranks."""
-    return torch.remainder((query * _MIX) >> 20, world)
+def owner(query: torch.Tensor, world: int, groups: int = 1) -> torch.Tensor:
+    """The rank that owns each query id (a multiplicative hash, so consecutive ids spread over the ranks); with
+    ``groups``, ``rank * groups + group`` (the group from other bits of the hash)."""
+    mixed = query * _MIX
+    rank = torch.remainder(mixed >> 20, world)
+    return rank if groups == 1 else rank * groups + torch.remainder(mixed >> 40, groups)
 
 
 class Shard(NamedTuple):
-    """This rank's queries, whole: the state of their rows (with every rank's value records), or ``None`` when no
-    rank has rows (then ``base``, the rowless state, gives the one-process empty value)."""
+    """This rank's queries, whole, in groups: a state of each group's rows (with every rank's value records), or
+    ``None`` when no rank has rows (then ``base``, the rowless state, gives the one-process empty value)."""
 
     base: object
-    state: object
+    states: Optional[tuple]
+
+
+GROUP_ROWS = 1 << 19  # about this many rows per rank and finalize group: the metric's own finalize needs
+# ~70 bytes a row (NDCG), so a rank finalizes its queries group by group (`value`) to stay near its state's size
 
 
 def prepare(ctx: comm.Ctx, metric, state, reduce) -> Shard:
@@ -64,14 +71,18 @@ def prepare(ctx: comm.Ctx, metric, state, reduce) -> Shard:
     if len({len(f) for f in fields}) > 1 or any(len({c.shape[0] for c in rows}) > 1 for rows in chunks):
         chunks = [tuple(cat_chunks(f, None) for f in fields)]  # (not one chunk per update)
     like = [torch.empty(0, dtype=d, device=ctx.comm) for d in (*dtypes, torch.int64)]
+    rows = torch.tensor([sum(c.shape[0] for c in state.preds)], device=ctx.comm)
+    dist.all_reduce(rows, op=dist.ReduceOp.MAX, group=ctx.group)
+    groups = min(-(-int(rows) // GROUP_ROWS), 64)
 
     def blocks(sending):
         for p, t, q in chunks:
             q = q.to(ctx.comm)
-            yield [p.to(ctx.comm, dtypes[0]), t.to(ctx.comm, dtypes[1]), q], owner(q, ctx.world)
+            yield [p.to(ctx.comm, dtypes[0]), t.to(ctx.comm, dtypes[1]), q], owner(q, ctx.world, groups)
 
-    [rows] = comm.deliver(ctx, blocks, like, narrow=True)
-    return Shard(base, base._replace(**{f: (x.to(device),) for f, x in zip(("preds", "target", "indexes"), rows)}))
+    received = comm.deliver(ctx, blocks, like, channels=groups, narrow=True)
+    return Shard(base, tuple(base._replace(**{f: (x.to(device),) for f, x in zip(("preds", "target", "indexes"), g)})
+                             for g in received))
 
 
 def finalize(ctx: comm.Ctx, metric, state, reduce):
@@ -82,22 +93,25 @@ def value(ctx: comm.Ctx, metric, shard: Shard):
     """The member's value over every rank's queries from this rank's `Shard`."""
     args = metric.recipe.arguments
     ignore_index, action, aggregation = args["ignore_index"], args["empty_target_action"], args["aggregation"]
-    if shard.state is None:  # no rank has rows: the one-process value of an empty state (NaN, a warning)
+    if shard.states is None:  # no rank has rows: the one-process value of an empty state (NaN, a warning)
         return metric.finalize(shard.base)
-    base, (preds,), (target,), (query,) = shard.base, shard.state.preds, shard.state.target, shard.state.indexes
-    device = preds.device
+    base, first = shard.base, shard.states[0]
+    device = first.preds[0].device
     per_query = metric.recipe.call(aggregation="none")
 
     def local_values():
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            values = per_query.finalize(shard.state)
-        kept = query if ignore_index is None else query[target != ignore_index]
-        ids = torch.unique(kept)
-        if ids.shape[0] != values.shape[0]:
-            raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values.shape[0]} per-query values "
-                               f"for {ids.shape[0]} queries (internal error)")
-        return values, ids, [w for w in caught if "no samples were seen" not in str(w.message)]
+        values, ids, caught = [], [], {}
+        for st in [s for s in shard.states if s.preds[0].shape[0]] or [first]:
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                values.append(per_query.finalize(st))
+            (query,), (target,) = st.indexes, st.target
+            ids.append(torch.unique(query if ignore_index is None else query[target != ignore_index]))
+            if ids[-1].shape[0] != values[-1].shape[0]:
+                raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values[-1].shape[0]} per-query "
+                                   f"values for {ids[-1].shape[0]} queries (internal error)")
+            caught.update({str(w.message): w for w in got if "no samples were seen" not in str(w.message)})
+        return torch.cat(values), torch.cat(ids), list(caught.values())
 
     values, ids, caught = comm.agree(ctx, local_values)
     for w in caught:
@@ -113,7 +127,8 @@ def value(ctx: comm.Ctx, metric, shard: Shard):
     order = torch.argsort(every_ids)
     every, every_skipped = every[order], comm.gather_rows(ctx, skipped)[order]
     if every.shape[0] == 0:
-        return metric.finalize(base._replace(preds=(preds[:0],), target=(target[:0],), indexes=(query[:0],)))
+        fields = ("preds", "target", "indexes")
+        return metric.finalize(base._replace(**{f: (getattr(first, f)[0][:0],) for f in fields}))
     return _base.aggregate(metric.name, every.to(device), every_skipped.to(device), aggregation)
 
 
