@@ -97,7 +97,7 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     return out.to(device=value.device, dtype=value.dtype)
 
 
-STEP = 1 << 18  # positives per step of the per-range sums
+STEP = 1 << 16  # positives per step of the per-range sums
 
 
 def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg: int, n_pos: int):

@@ -87,7 +87,7 @@ def _joined(chunks: list[torch.Tensor], width: int) -> torch.Tensor:
     return cat_chunks(chunks, torch.empty(0, width))
 
 
-STEP = 1 << 18  # rows per step of the packed stages
+STEP = 1 << 16  # rows per step of the packed stages (each step holds ~10 int64 temporaries)
 _LOW = 0xFFFFFFFF
 
 
