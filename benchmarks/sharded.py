@@ -10,7 +10,7 @@ collectives), times one call of each after a barrier, on the slower rank:
 * ``torch.sort``: one ``torch.sort`` of as many int64 keys as the rank holds rows.
 
 Extra columns: the value (sharded and gather agree, see tests/test_distributed_sharded.py), the rank's state
-MB, and per rank the growth of peak RSS during each call (``/proc/self/clear_refs``, measured in the child
+MB, per rank the growth of peak RSS during each call (the largest over the ranks) and its ratio to the state (``/proc/self/clear_refs``, measured in the child
 processes with large blocks returned on free, as benchmarks/finalize.py does). One timing per contender
 (``once``): the ranks run while the workload is built.
 """
@@ -91,8 +91,8 @@ def _workload(name: str, world: int):
 
         def contender(who):
             slow = max(r[who]["s"] for r in ranks)
-            extra = {"peak MB": max(r[who]["peak MB"] or 0 for r in ranks),
-                     "state MB": round(max(r["state MB"] for r in ranks), 1)}
+            peak, state = max(r[who]["peak MB"] or 0 for r in ranks), max(r["state MB"] for r in ranks)
+            extra = {"peak MB": peak, "state MB": round(state, 1), "peak / state": round(peak / state, 2)}
             if who != "torch.sort":
                 extra = {"value": ranks[0][who]["value"], **extra}
             return lambda: Measured(world * ROWS, extra=extra, seconds=slow, once=True)
