@@ -10,8 +10,9 @@ collectives), times one call of each after a barrier, on the slower rank:
 * ``torch.sort``: one ``torch.sort`` of as many int64 keys as the rank holds rows.
 
 Extra columns: the value (sharded and gather agree, see tests/test_distributed_sharded.py), the rank's state
-MB, per rank the growth of peak RSS during each call (the largest over the ranks) and its ratio to the state (``/proc/self/clear_refs``, measured in the child
-processes with large blocks returned on free, as benchmarks/finalize.py does). One timing per contender
+MB, per rank the growth of peak RSS during each call (``/proc/self/clear_refs``, measured in the child processes
+with large blocks returned on free, as benchmarks/finalize.py does; the largest over the ranks) and its ratio to
+the state. One timing per contender
 (``once``): the ranks run while the workload is built.
 """
 from __future__ import annotations
