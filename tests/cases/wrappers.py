@@ -426,6 +426,29 @@ def _query_boot_ref(num, seed):
     return ref
 
 
+def _paired_detections(seed):
+    """Batches of (image ids, A's, B's predictions, targets): per-image dicts (sizes 3, 0, 4, 1)."""
+    from tests.test_comparing import _detections
+
+    pa, pb, t = _detections(8, seed)
+    out, lo = [], 0
+    for n in (3, 0, 4, 1):
+        out.append((torch.arange(lo, lo + n) * 5 + 2, pa[lo:lo + n], pb[lo:lo + n], t[lo:lo + n]))
+        lo += n
+    return out
+
+
+CASES += [
+    # oracle: tests/test_comparing.py::test_detection_map_resampled_per_image (pycocotools over the same draws)
+    Case("paired_bootstrap-mean_average_precision-ids", W.paired_bootstrap,
+         {"metric": fm.mean_average_precision(), "num_samples": 2, "sample_ids": True, "seed": 1},
+         _paired_detections),
+    Case("permutation_test-mean_average_precision-ids", W.permutation_test,
+         {"metric": fm.mean_average_precision(), "num_permutations": 2, "sample_ids": True, "seed": 2},
+         _paired_detections),
+]
+
+
 CASES += [
     Case("paired_bootstrap-retrieval_normalized_dcg-queries", W.paired_bootstrap,
          {"metric": fm.retrieval_normalized_dcg(top_k=3), "num_samples": 8, "seed": 6}, _queries,
