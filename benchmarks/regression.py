@@ -86,15 +86,17 @@ _workload("explained_variance_16rows", fmetrics.explained_variance, "ExplainedVa
           "explained variance of 16 outputs, 1000 batches of 16x16 (per-update overhead)", small=True,
           num_outputs=COLS)
 
-# exact=False: a batch's arithmetic in float32, running sums in float64 (docs/benchmarks.md, "Exact or fast")
-_workload("mean_squared_error_fast", fmetrics.mean_squared_error, "MeanSquaredError",
-          "MSE with exact=False, 4096x16 batches", tm_kwargs={"num_outputs": COLS}, num_outputs=COLS, exact=False)
-_workload("mean_absolute_error_fast", fmetrics.mean_absolute_error, "MeanAbsoluteError",
-          "MAE with exact=False, 4096x16 batches", tm_kwargs={"num_outputs": COLS}, num_outputs=COLS, exact=False)
-_workload("r2_score_fast", fmetrics.r2_score, "R2Score", "R2 with exact=False, 4096x16 batches",
-          num_outputs=COLS, exact=False)
-_workload("explained_variance_fast", fmetrics.explained_variance, "ExplainedVariance",
-          "explained variance with exact=False, 4096x16 batches", num_outputs=COLS, exact=False)
+# exact=True beside the default: float64 arithmetic per element (docs/regression.md, "Precision")
+for _name, _factory, _tm, _tm_kwargs in (
+        ("mean_squared_error", fmetrics.mean_squared_error, "MeanSquaredError", {"num_outputs": COLS}),
+        ("mean_absolute_error", fmetrics.mean_absolute_error, "MeanAbsoluteError", {"num_outputs": COLS}),
+        ("pearson_corrcoef", fmetrics.pearson_corrcoef, "PearsonCorrCoef", {"num_outputs": COLS}),
+        ("r2_score", fmetrics.r2_score, "R2Score", {}),
+        ("explained_variance", fmetrics.explained_variance, "ExplainedVariance", {})):
+    _workload(f"{_name}_exact", _factory, _tm, f"{_name} with exact=True, 4096x16 batches", tm_kwargs=_tm_kwargs,
+              num_outputs=COLS, exact=True)
+    _workload(f"{_name}_16rows_exact", _factory, _tm, f"{_name} with exact=True, 1000 batches of 16x16",
+              tm_kwargs=_tm_kwargs, small=True, num_outputs=COLS, exact=True)
 
 
 @register("regression/spearman_corrcoef", domain="regression",

@@ -19,7 +19,7 @@ import sklearn.metrics as skm
 import torch
 
 import fmetrics as fm
-from fmetrics.regression import _host
+from fmetrics.regression import _host, _shifted
 
 ORACLES = {
     "mean_squared_error": skm.mean_squared_error,
@@ -49,9 +49,9 @@ def _run(metric, batches):
 
 def _spied(monkeypatch):
     calls = []
-    for fn in ("difference", "shifted"):  # `shifted`: the moment states of both layouts
-        real = getattr(_host, fn)
-        monkeypatch.setattr(_host, fn, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
+    for module, fn in ((_host, "difference"), (_host, "shifted"), (_shifted, "_host_update")):
+        real = getattr(module, fn)  # the error metrics, exact=True's moments, the default's moments
+        monkeypatch.setattr(module, fn, lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
     return calls
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from fmetrics import validation
@@ -125,10 +126,11 @@ def raise_nonfinite(name: str, names, *inputs) -> None:
                                  f"entries out, or 'disable' to let them propagate")
 
 
-def check_sum(name: str, names, total: torch.Tensor, *inputs) -> None:
-    """The eager check inside an ``update`` that sums its inputs anyway: a non-finite ``total`` (a batch sum
-    the update computed, 1 small op) means a non-finite input; the state is untouched since nothing is returned."""
-    if not math.isfinite(total.sum()):
+def check_sum(name: str, names, total, *inputs) -> None:
+    """The eager check inside an ``update`` that sums its inputs anyway: a non-finite ``total`` (batch sums
+    the update computed: a tensor, or a numpy array summed as Python floats, faster than a numpy call for a
+    few values) means a non-finite input; the state is untouched since nothing is returned."""
+    if not math.isfinite(sum(total.ravel().tolist()) if isinstance(total, np.ndarray) else total.sum()):
         raise_nonfinite(name, names, *inputs)
 
 
