@@ -21,8 +21,8 @@ The semantics follow pycocotools to the letter:
 Where pycocotools loops over images, detections and ground truths in Python,
 this module loops over the detection *rank* inside an (image, category) group
 (at most ``max_det`` steps), each step batched over every group, area range
-and IoU threshold; the accumulation is one segmented pass over all
-(area, threshold, category) segments.
+and IoU threshold on the flat (detection, ground truth) pairs of that rank
+(`_match`); the accumulation reads only the true positives (`_accumulate`).
 """
 from __future__ import annotations
 
