@@ -493,6 +493,7 @@ def _compare_metrics():
     return {
         "boot_auroc": W.paired_bootstrap(fm.binary_auroc(), num_samples=40, sample_ids=True, seed=5),
         "perm_acc": W.permutation_test(fm.binary_accuracy(), num_permutations=60, sample_ids=True, seed=6),
+        "perm_auroc": W.permutation_test(fm.binary_auroc(), num_permutations=60, sample_ids=True, seed=9),  # chunks
         "ndcg": W.paired_bootstrap(fm.retrieval_normalized_dcg(top_k=5), num_samples=50, seed=7),
         "bca": W.confidence_interval(fm.mean_squared_error(), interval="bca", num_samples=40, sample_ids=True),
     }

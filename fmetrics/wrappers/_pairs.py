@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 import torch
 
 from fmetrics import validation
-from fmetrics.metric import Metric, _has_cat
+from fmetrics.metric import Metric
 from fmetrics.state import accum_dtype, cat_chunks, tree_map
 from fmetrics.wrappers import _draws, _rows
 from fmetrics.wrappers.bootstrap import _stream_id
@@ -31,7 +31,7 @@ class PairedState(NamedTuple):
     a: Any  # the wrapped metric's state of system A (all rows once)
     b: Any  # ... of system B
     reps_a: Any  # A's replicates: sum/min/max fields stacked (R, ...); cat fields hold each batch's rows once
-    reps_b: Any  # B's replicates (cat chunks: B's rows, then A's rows for a permutation test)
+    reps_b: Any  # B's replicates (cat chunks: B's rows; a permutation test's replicate joins A's in finalize)
     rows: tuple  # cat metrics: each batch's (B,) draw keys, in chunk order
     seen: torch.Tensor  # int64 rows seen: the offsets that key draws without sample ids
 
@@ -115,14 +115,15 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
                               metric.init())
         return _rows.per_row(metric, tags, inputs, {})
 
-    def add(reps, rows, w):
-        """Both systems' replicates ``reps`` with ``rows`` added ``w`` times: one matmul for both."""
+    def add(reps, rows, w, append=True):
+        """Both systems' replicates ``reps`` with ``rows`` added ``w`` times: one matmul for both. Cat fields get
+        the rows appended once (``append``): each system's cat chunks hold its own rows."""
         if tags is None:
             return tuple(_rows.merge_weighted(metric, s, r, w, bits) for s, r in zip(reps, rows))
         pair = (tags, tags)
         new = _rows.add_rows_stacked(pair, reps, rows, w)
-        return _rows.walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None else ())) if tag == "cat" else n,
-                          pair, reps, new, rows)
+        return _rows.walk(lambda tag, s, n, d: (tuple(s) + ((d,) if d is not None and append else ()))
+                          if tag == "cat" else n, pair, reps, new, rows)
 
     def split(inputs):
         if sample_ids:
@@ -167,26 +168,34 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             rows_a, rows_b = rows_of(in_a, n), rows_of(in_b, n)
         reps_a, reps_b = add((state.reps_a, state.reps_b), (rows_a, rows_b), own)
         if other is not None:
-            reps_a, reps_b = add((reps_a, reps_b), (rows_b, rows_a), other)
+            reps_a, reps_b = add((reps_a, reps_b), (rows_b, rows_a), other, append=False)
         stored = state.rows + ((keys,) if keeps_rows else ())
         return PairedState(a, b, reps_a, reps_b, stored, state.seen + n)
 
     def replicate_counts(state):
-        """Each replicate's counts of the stored cat chunks, in chunk order, 64 replicates at a time."""
+        """Each replicate's ``(own, other)`` counts of the stored cat rows (``other`` None without swaps), 64
+        replicates at a time."""
         if not state.rows:
-            yield from [None] * num
+            yield from [(None, None)] * num
             return
-        sizes = [k.shape[0] for k in state.rows]
         keys = cat_chunks(state.rows, None)
         for first in range(0, num, 64):
             own, other = weights(keys, first, min(64, num - first))
-            own = own.to(torch.int64).split(sizes, dim=-1)
-            if other is None:
-                chunks = own
-            else:  # chunk order per batch: the system's own rows, then the other system's
-                other = other.to(torch.int64).split(sizes, dim=-1)
-                chunks = [c for pair in zip(own, other) for c in pair]
-            yield from torch.cat(chunks, dim=-1).unbind(0)
+            own = own.to(torch.int64).unbind(0)
+            yield from zip(own, [None] * len(own) if other is None else other.to(torch.int64).unbind(0))
+
+    def replicate(reps_own, reps_other, r, own, other):
+        """Replicate ``r`` of a system: its own cat rows ``own`` times, then the other system's ``other`` times."""
+        mine = _rows.select(tags, reps_own, r, own)
+        if other is None:
+            return mine
+        theirs = _rows.select(tags, reps_other, r, other)
+        def join(tag, x, y):
+            if tag != "cat":
+                return x  # sum / min / max: replicate r's stacked state holds both systems' rows already
+            return (torch.cat([x[0], y[0]]),) if x and y else x or y
+
+        return _rows.walk(join, tags, mine, theirs)
 
     def weighted_queries(state):
         """Replicates of a mean over queries: per-query values weighted by their queries' draws."""
@@ -215,10 +224,11 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             return summary(metric.finalize(state.a), metric.finalize(state.b), *weighted_queries(state))
         value_a, value_b = metric.finalize(state.a), metric.finalize(state.b)  # bad input: its true count first
         reps_a, reps_b = [], []
-        for r, counts in enumerate(replicate_counts(state)):
-            rep_a, rep_b = _rows.select(tags, state.reps_a, r, counts), _rows.select(tags, state.reps_b, r, counts)
-            if queries and not swap and counts is not None:
-                rep_a, rep_b = _query_copies(rep_a, counts), _query_copies(rep_b, counts)
+        for r, (own, other) in enumerate(replicate_counts(state)):
+            rep_a = replicate(state.reps_a, state.reps_b, r, own, other)
+            rep_b = replicate(state.reps_b, state.reps_a, r, own, other)
+            if queries and not swap and own is not None:
+                rep_a, rep_b = _query_copies(rep_a, own), _query_copies(rep_b, own)
             reps_a.append(metric.finalize(rep_a))
             reps_b.append(metric.finalize(rep_b))
         return summary(value_a, value_b, _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
@@ -248,10 +258,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         return PairedState(metric.merge(x.a, y.a), metric.merge(x.b, y.b), merge_reps(x.reps_a, y.reps_a),
                            merge_reps(x.reps_b, y.reps_b), tuple(x.rows) + tuple(y.rows), x.seen + y.seen)
 
-    # a permutation test's chunks pair up per batch (B's rows, then A's): a reducer that joined a rank's chunks
-    # would lose that, so its state is gathered whole and folded by `merge`
-    reductions = None if swap and _has_cat(tags) else PairedState(
-        metric.reductions, metric.reductions, metric.reductions, metric.reductions, "cat", "sum")
+    # each system's cat chunks hold its own rows, in the order of the keys in `rows`: a reducer may join them
+    reductions = PairedState(metric.reductions, metric.reductions, metric.reductions, metric.reductions, "cat", "sum")
     key = None if metric.state_key is None else (name, metric.state_key, num, seed, sample_ids)
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
                   state_key=key, reductions=reductions, check=check, is_differentiable=False,

@@ -15,7 +15,6 @@ from scipy import stats
 from sklearn import metrics as skm
 
 import fmetrics as fm
-from fmetrics.testing import LAWS
 from fmetrics import wrappers as W
 from fmetrics.state import accum_dtype
 from fmetrics.wrappers import _draws
@@ -380,11 +379,7 @@ CASES += [
          reference=_bleu_paired_ref(5, 2)),
     Case("permutation_test-binary_auroc-ids", W.permutation_test,
          {"metric": fm.binary_auroc(), "num_permutations": 7, "sample_ids": True, "seed": 4}, _two_systems,
-         reference=_paired_ref(_auroc, 7, 4, swap=True),
-         check={"laws": [law for law in LAWS if law != "compile epoch"]},
-         why="compile epoch: a permutation test over a chunk metric keeps its chunks untagged (they pair up per "
-             "batch, so the reducer must fold merge rather than join a rank's chunks), and a compiled update "
-             "sees the chunk tuple grow; one compiled update ('compile') still traces without a break"),
+         reference=_paired_ref(_auroc, 7, 4, swap=True)),
     Case("permutation_test-mean_squared_error-ids", W.permutation_test,
          {"metric": fm.mean_squared_error(), "num_permutations": 70, "sample_ids": True},
          lambda s: _two_systems(s, regression=True),
