@@ -190,6 +190,8 @@ def _congruence_lower(factor: torch.Tensor, s: torch.Tensor, tile: int = _TILE) 
 
 
 _OVERSAMPLE = 10  # extra directions of the range finder beyond the rank
+_LOW_RANK_SHARE = 0.6  # the rank route while rank + 10 < 0.6 d (CPU, d = 2048: 2.2x torchmetrics at rank 1,023,
+# 1.3x at 1,499, slower than the full route at 1,899)
 
 
 def _low_rank_trace_sqrt(s_low: torch.Tensor, s_other: torch.Tensor, rank: int) -> torch.Tensor:
@@ -222,17 +224,23 @@ def frechet_distance(mu1, sigma1, mu2, sigma2, n1: Optional[int] = None, n2: Opt
     ``tr sqrt(S1 S2) = sum sqrt(eig(L^T S2 L))`` with ``S1 = L L^T``: the eigenvalues of ``S1 S2`` are those
     of the symmetric ``L^T S2 L`` (similar matrices), all >= 0 (tiny negative round-off clamped).
     ``n1`` / ``n2``: the sample counts behind ``S1`` / ``S2`` when known; a covariance of ``n`` samples has
-    rank ``<= n - 1``, and when ``min(n1, n2) - 1 + 10 < d`` the trace is solved on that rank
-    (`_low_rank_trace_sqrt`: few images need no ``d x d`` eigensolve).
+    rank ``<= n - 1``, and when ``min(n1, n2) - 1 + 10 < 0.6 d`` the trace is solved on that rank
+    (`_low_rank_trace_sqrt`: few images need no ``d x d`` eigensolve); otherwise the Cholesky factor is taken
+    of the side with more samples (full rank when it has more than ``d``), and the ``d - rank`` smallest
+    eigenvalues (zero but for round-off) are left out.
     """
     mu1, mu2, sigma1, sigma2 = (x.to(torch.float64) for x in (mu1, mu2, sigma1, sigma2))
     diff = mu1 - mu2
     rest = diff @ diff + torch.trace(sigma1) + torch.trace(sigma2)
     ranks = [(n - 1, s, o) for n, s, o in ((n1, sigma1, sigma2), (n2, sigma2, sigma1)) if n is not None]
+    drop = 0  # eigenvalues known to be zero (rank of S1 S2 <= the smaller rank): round-off, left out
     if ranks:
         rank, s_low, s_other = min(ranks, key=lambda r: r[0])
-        if rank + _OVERSAMPLE < sigma1.shape[0]:
+        if rank + _OVERSAMPLE < _LOW_RANK_SHARE * sigma1.shape[0]:
             return rest - 2 * _low_rank_trace_sqrt(s_low, s_other, max(rank, 0))
+        if n1 is not None and n2 is not None and n2 > n1:  # tr sqrt(S1 S2) = tr sqrt(S2 S1)
+            sigma1, sigma2 = sigma2, sigma1
+        drop = max(0, sigma1.shape[0] - max(rank, 0))
     factor, info = torch.linalg.cholesky_ex(sigma1)
     if int(info) != 0:  # singular (fewer samples than dimensions): a symmetric square root instead
         factor = _psd_sqrt(sigma1)
@@ -242,7 +250,7 @@ def frechet_distance(mu1, sigma1, mu2, sigma2, n1: Optional[int] = None, n2: Opt
         m = _congruence_lower(factor, sigma2)
     else:
         m = factor.T @ sigma2 @ factor
-    eig = torch.linalg.eigvalsh(m, UPLO="L")
+    eig = torch.linalg.eigvalsh(m, UPLO="L")[drop:]
     return rest - 2 * eig.clamp(min=0).sqrt().sum()
 
 
