@@ -42,7 +42,7 @@ def _state(fr, ff):
 @pytest.mark.parametrize("n1,n2", [(2, 2), (3, 40), (8, 8), (64, 20), (100, 400), (90, 90)],
                          ids=["2-2", "3-40", "8-8", "64-20", "100-400", "90-90"])
 def test_few_images_match_the_feature_oracle(n1, n2):
-    # d = 192: every pair has a side of rank n - 1 with n - 1 + 10 < 0.6 d (the low-rank route);
+    # d = 192: every pair has a side of rank n - 1 with n - 1 + 10 < 0.8 d (the low-rank route);
     # (100, 400): the 100 side is low rank and the other full rank (its projection is Cholesky-factored);
     # (90, 90): both singular, the projected covariances too (the eigh fallback)
     fr, ff = _features(n1, n2, 192, seed=n1 * 1000 + n2)
@@ -55,18 +55,18 @@ def test_low_rank_route_is_taken_and_full_rank_unchanged(monkeypatch):
     calls = []
     real = feat._low_rank_trace_sqrt
     monkeypatch.setattr(feat, "_low_rank_trace_sqrt", lambda *a: calls.append(a[2]) or real(*a))
-    for n1, n2 in ((8, 300), (300, 8), (106, 500), (107, 500), (500, 107), (150, 150), (300, 300)):
+    for n1, n2 in ((8, 300), (300, 8), (144, 500), (145, 500), (500, 145), (160, 160), (300, 300)):
         fr, ff = _features(n1, n2, 192, seed=7)
         fid, s = _state(fr, ff)
         got, want = float(fid.finalize(s)), _oracle(fr, ff)
         assert abs(got - want) <= 1e-9 * abs(want), (n1, n2, got, want)
-    # rank 7 from either side; 105 + 10 < 0.6 * 192 takes it, 106 + 10 does not (then the Cholesky of the
-    # 500-image side, either order); (150, 150) the symmetric square root; full rank never
-    assert calls == [7, 7, 105]
+    # rank 7 from either side; 143 + 10 < 0.8 * 192 takes it, 144 + 10 does not (then the Cholesky of the
+    # 500-image side, either order); (160, 160) the symmetric square root; full rank never
+    assert calls == [7, 7, 143]
     # without counts (MiFID's call) the full-matrix route is kept
     fr, ff = _features(8, 8, 64, seed=1)
     feat.frechet_distance(fr.mean(0), torch.cov(fr.T), ff.mean(0), torch.cov(ff.T))
-    assert calls == [7, 7, 105]
+    assert calls == [7, 7, 143]
 
 
 def test_low_rank_matches_scipy_sqrtm_and_torchmetrics():
