@@ -221,6 +221,12 @@ CASES = [
     Case("r2-fast", fm.r2_score, {"exact": False}, _pairs, reference=_sk(skm.r2_score), check=FAST),
     Case("explained-variance-fast", fm.explained_variance, {"exact": False, "num_outputs": 2},
          lambda s: _pairs(s, d=2), reference=_sk(skm.explained_variance_score), check=FAST),
+    # exact=True (issue 33): the opt-in centred float64 layout, beside the fast default above
+    Case("r2-exact", fm.r2_score, {"exact": True}, _pairs, reference=_sk(skm.r2_score)),
+    Case("mse-exact", fm.mean_squared_error, {"exact": True}, _pairs, reference=_sk(skm.mean_squared_error)),
+    Case("pearson-exact-multioutput", fm.pearson_corrcoef, {"exact": True, "num_outputs": 3},
+         lambda s: _pairs(s, d=3), reference=_columns(lambda x, y: ss.pearsonr(x, y).statistic)),
+    Case("concordance-exact", fm.concordance_corrcoef, {"exact": True}, _pairs, reference=_columns(_ccc)),
     Case("explained-variance-weighted", fm.explained_variance, {"multioutput": "variance_weighted", "num_outputs": 3},
          lambda s: _pairs(s, d=3), reference=_sk(skm.explained_variance_score, multioutput="variance_weighted")),
     Case("explained-variance-raw", fm.explained_variance, {"multioutput": "raw_values", "num_outputs": 2},
