@@ -11,6 +11,7 @@ finalize, which runs first) are the plain ones.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -33,6 +34,23 @@ def _repeat_segments(lengths: torch.Tensor, starts: torch.Tensor, copies: torch.
     start, length = torch.repeat_interleave(starts, copies), torch.repeat_interleave(lengths, copies)
     offset = torch.cumsum(length, 0) - length
     return torch.repeat_interleave(start - offset, length) + torch.arange(int(length.sum()))
+
+
+def _comparable(name: str, value_a, value_b, reps_a: list, reps_b: list):
+    """``(value_a, value_b, stacked replicates of A, of B)`` over the keys whose replicate values all have the
+    plain value's shape: a per-class value (``classes``, ``map_per_class``) of a replicate that drew no image of
+    some class is shorter, and is left out with a warning."""
+    if not isinstance(value_a, dict):
+        return value_a, value_b, stack_values(name, reps_a), stack_values(name, reps_b)
+    shape = lambda v: tuple(torch.as_tensor(v).shape)  # noqa: E731
+    keep = [k for k in value_a if all(shape(r[k]) == shape(value_a[k]) and shape(q[k]) == shape(value_b[k])
+                                      for r, q in zip(reps_a, reps_b)) and shape(value_a[k]) == shape(value_b[k])]
+    if len(keep) < len(value_a):
+        warnings.warn(f"{name}: {sorted(set(value_a) - set(keep))} left out: their shape (a class list) differs "
+                      "between the systems or replicates", UserWarning, stacklevel=3)
+    pick = lambda v: {k: v[k] for k in keep}  # noqa: E731
+    return (pick(value_a), pick(value_b), stack_values(name, [pick(r) for r in reps_a]),
+            stack_values(name, [pick(r) for r in reps_b]))
 
 
 def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: bool,
@@ -129,7 +147,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
                     **replicate(whole_a, len_a, whole_b, len_b, w_own, w_other))))
                 reps_b.append(metric.finalize(state.b._replace(
                     **replicate(whole_b, len_b, whole_a, len_a, w_own, w_other))))
-        return summary(value_a, value_b, stack_values(name, reps_a), stack_values(name, reps_b))
+        return summary(*_comparable(name, value_a, value_b, reps_a, reps_b))
 
     reductions = PairedState(metric.reductions, metric.reductions, "cat", "cat", "cat", "sum")
     key = None if metric.state_key is None else (name, metric.state_key, num, seed, sample_ids)

@@ -93,7 +93,8 @@ def paired_bootstrap(metric: Metric, *, num_samples: int = 1000, alpha: float = 
         def one(va, vb, ra, rb):
             d = rb - ra
             q = torch.tensor([alpha / 2, 1 - alpha / 2], dtype=torch.float64, device=d.device)
-            low, high = torch.quantile(d, q, dim=0)
+            # an empty value (detection's `classes` on no data) has an empty interval
+            low, high = torch.quantile(d, q, dim=0) if d.numel() else (d[0], d[0])
             return {"a": va, "b": vb, "delta": vb - va, "ci_low": low, "ci_high": high, "p_value": _crossing(d)}
 
         return _pairs.per_key(one, va, vb, ra, rb)
