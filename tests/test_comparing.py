@@ -668,3 +668,15 @@ def test_audio_si_sdr_resampled_per_signal(test):
     np.testing.assert_allclose([float(out["a"]), float(out["b"])], [sa.mean(), sb.mean()], rtol=1e-9)
     np.testing.assert_allclose(float(out["p_value"]), p, rtol=1e-9)
     assert 1 / (R + 1) < p < 1  # an informative comparison, not a boundary value
+
+
+def test_detection_per_class_keys_whose_classes_vary_are_left_out():
+    """A class seen in one image only: replicates that did not draw it have shorter per-class values; those keys
+    are left out with a warning, the overall keys stay (and an empty stream gives the metric's fallback)."""
+    pa, pb, t = _detections(10, 1)
+    for d in (t[0], pa[0], pb[0]):
+        d["labels"] = torch.full_like(d["labels"], 5)
+    m = W.paired_bootstrap(fm.mean_average_precision(class_metrics=True), num_samples=20)
+    with pytest.warns(UserWarning, match=r"paired_bootstrap: \['classes', 'map_per_class', 'mar_100_per_class'\]"):
+        out = m(pa, pb, t)
+    assert "classes" not in out and float(out["map"]["a"]) == pytest.approx(_coco_map(pa, t), rel=1e-9)
