@@ -38,7 +38,7 @@ def test_ci_runs_the_readme_test_commands():
     """One command for both: CI runs the README's test block line for line and installs nothing apart but torch."""
     block = next(b for b in _bash_blocks() if any("pytest" in line for line in b))
     commands = [line.split("#")[0].strip() for line in block]
-    assert commands == ['pip install -e ".[dev]"', 'python -m pytest -q -m "not slow"']
+    assert commands == ['pip install -e ".[dev]"', 'python -m pytest -q -m "not slow" -n 2']
     assert all(re.search(r"# about \d+ min", line) for line in block)  # how long each takes
     ci = [line.strip() for line in (README.parent / ".ci" / "run").read_text().splitlines()]
     assert all(c in ci for c in commands)
