@@ -113,7 +113,7 @@ def test_state_dict_round_trip():
     assert src.state_dict() == {}  # torchmetrics' default: states are not persistent
     src.persistent(True)
     sd = src.state_dict()
-    assert {"fm_s0_scores", "fm_s1_weighted_sum", "fm_s2_c_xy"} <= set(sd)
+    assert {"fm_s0_scores", "fm_s1_weighted_sum", "fm_s2_sums", "fm_s2_shift"} <= set(sd)
     assert sd["fm_recipe"] == repr(src.metric)
     dst = TorchMetric(fm.collection({"auroc": fm.binary_auroc(), "mean": fm.mean(), "pearson": fm.pearson_corrcoef()}))
     dst.load_state_dict(sd)

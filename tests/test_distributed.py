@@ -500,7 +500,8 @@ def test_collectives_do_not_grow_with_the_number_of_metrics(edge_results):
     for rank, out in enumerate(edge_results):
         for name, make in (("ten", fmetrics_ten), ("twenty", _twenty)):
             value, counts = out[name]
-            assert_values_close(value, make()(*full), 1e-9, 1e-12, f"rank {rank}, {name}")
+            # 1e-6: the regression members' fast default sums float32 batches around per-rank shifts
+            assert_values_close(value, make()(*full), 1e-6, 1e-9, f"rank {rank}, {name}")
             # header all_gather + all_reduce (int64 sums) + all_reduce (float64 sums) + one all_gather
             # of the variable fields (exact AUROC's chunks, Pearson's and R2's untagged moments)
             assert counts["ops"] == {"all_gather": 2, "all_reduce": 2}, (name, counts)

@@ -180,17 +180,22 @@ def test_bootstrap_weighted_moments_match_repeated_merges():
     x = torch.randn(200, 3, generator=g) * 3 + 1e3  # offset data: the closed form must not cancel
     y = 0.5 * x + torch.randn(200, 3, generator=g)
     ids = torch.arange(200)
-    closed = W.bootstrap(fm.pearson_corrcoef(num_outputs=3), num_samples=9, sample_ids=True, raw=True)
-    merged = W.bootstrap(_renamed_moments(fm.pearson_corrcoef(num_outputs=3)), num_samples=9, sample_ids=True,
-                         raw=True)
+    # exact=True keeps the centred Chan moments; the default's shifted sums are checked through their values below
+    closed = W.bootstrap(fm.pearson_corrcoef(num_outputs=3, exact=True), num_samples=9, sample_ids=True, raw=True)
+    merged = W.bootstrap(_renamed_moments(fm.pearson_corrcoef(num_outputs=3, exact=True)), num_samples=9,
+                         sample_ids=True, raw=True)
+    fast = W.bootstrap(fm.pearson_corrcoef(num_outputs=3), num_samples=9, sample_ids=True, raw=True)
+    c = fast.init()
     a, b = closed.init(), merged.init()
     for lo, hi in ((0, 1), (1, 37), (37, 200)):  # a one-row first batch, then larger ones
         a = closed.update(a, ids[lo:hi], x[lo:hi], y[lo:hi])
         b = merged.update(b, ids[lo:hi], x[lo:hi], y[lo:hi])
+        c = fast.update(c, ids[lo:hi], x[lo:hi], y[lo:hi])
     assert torch.equal(a.replicates.n, b.replicates.n)
     for u, v in zip(a.replicates[1:4], b.replicates[1:4]):
         torch.testing.assert_close(u, v, rtol=1e-10, atol=1e-8)
     torch.testing.assert_close(closed.finalize(a)["raw"], merged.finalize(b)["raw"], rtol=1e-10, atol=0)
+    torch.testing.assert_close(fast.finalize(c)["raw"], closed.finalize(a)["raw"], rtol=1e-6, atol=0)
     r2 = W.bootstrap(fm.r2_score(), num_samples=9, sample_ids=True, raw=True)
     want = [skm_r2(y[:, 0].double().numpy(), x[:, 0].double().numpy(), c) for c in
             poisson_counts(_draws.sample_keys(0, ids), 9)]
