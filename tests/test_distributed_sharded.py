@@ -181,7 +181,7 @@ def _check(results):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])  # 3 ranks: the slow job
 def test_sharded_equals_one_process(world):
     _check(spawn(_body, world, 11 + world, timeout=240))
 

@@ -72,7 +72,7 @@ def _values_body(rank, world):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])  # 3 ranks: the slow job
 def test_many_rounds_match_sklearn_and_scipy(world):
     from scipy.stats import spearmanr
     from sklearn.metrics import average_precision_score, roc_auc_score
