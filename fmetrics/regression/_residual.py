@@ -60,16 +60,7 @@ def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = False) 
     _inputs.check_nan_strategy(name, nan_strategy)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
     if not exact:
-        def update_fast(state, preds, target):
-            preds, target = _inputs.pair(name, preds, target)
-            p = _inputs.columns(name, preds, num_outputs, flatten=False)
-            t = _inputs.columns(name, target, num_outputs, flatten=False)
-            return _shifted.update(state, t, p, residual=True, mode=mode, name=name, raw=(preds, target))
-
-        return Family(name="regression.residual_moments", key=(num_outputs, mode, exact),
-                      init=lambda: _shifted.init(ResidualSums, num_outputs, False, accum_dtype()),
-                      update=update_fast, reductions=ResidualSums(n=None, shift=None, sums=None, invalid=None),
-                      merge=_shifted.merge, weigh_rows=_shifted.weigh_rows)
+        return _shifted.family("regression.residual_moments", ResidualSums, num_outputs, mode, name, residual=True)
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())

@@ -38,7 +38,9 @@ import numpy as np
 import torch
 
 from fmetrics import validation
+from fmetrics.family import Family
 from fmetrics.regression import _host, _inputs, _moments
+from fmetrics.state import accum_dtype
 
 F32_MAX = float(torch.finfo(torch.float32).max)
 
@@ -48,6 +50,22 @@ def init(state_type, num_outputs: int, cross: bool, dtype: torch.dtype):
     zero = torch.zeros(2, num_outputs, dtype=dtype)
     return state_type(torch.zeros((), dtype=torch.int64), zero, torch.zeros(5 if cross else 4, num_outputs,
                                                                              dtype=dtype), validation.invalid_init())
+
+
+def family(family_name: str, state_type, num_outputs: int, mode: str, name: str, residual: bool) -> Family:
+    """The fast default `Family` over ``state_type`` sums: rows ``(target, residual)`` with ``residual``
+    (R², explained variance, RSE), else ``(preds, target)`` with the cross sum (Pearson, concordance)."""
+    def step(state, preds, target):
+        preds, target = _inputs.pair(name, preds, target)
+        p = _inputs.columns(name, preds, num_outputs, flatten=False)
+        t = _inputs.columns(name, target, num_outputs, flatten=False)
+        x, y = (t, p) if residual else (p, t)
+        return update(state, x, y, residual=residual, mode=mode, name=name, raw=(preds, target))
+
+    return Family(name=family_name, key=(num_outputs, mode, False),
+                  init=lambda: init(state_type, num_outputs, not residual, accum_dtype()), update=step,
+                  reductions=state_type(n=None, shift=None, sums=None, invalid=None), merge=merge,
+                  weigh_rows=weigh_rows)
 
 
 def _first(z: torch.Tensor) -> torch.Tensor:

@@ -54,16 +54,7 @@ def comoments(num_outputs: int, nan_strategy: str, name: str, exact: bool = Fals
     _inputs.check_bool(name, "exact", exact)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
     if not exact:
-        def update_fast(state, preds, target):
-            preds, target = _inputs.pair(name, preds, target)
-            x = _inputs.columns(name, preds, num_outputs, flatten=False)
-            y = _inputs.columns(name, target, num_outputs, flatten=False)
-            return _shifted.update(state, x, y, residual=False, mode=mode, name=name, raw=(preds, target))
-
-        return Family(name="regression.comoments", key=(num_outputs, mode, exact),
-                      init=lambda: _shifted.init(ComomentSums, num_outputs, True, accum_dtype()), update=update_fast,
-                      reductions=ComomentSums(n=None, shift=None, sums=None, invalid=None), merge=_shifted.merge,
-                      weigh_rows=_shifted.weigh_rows)
+        return _shifted.family("regression.comoments", ComomentSums, num_outputs, mode, name, residual=False)
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())
