@@ -68,7 +68,7 @@ def _all_cases_body(rank: int, world: int, seed: int):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])  # 3 ranks: the slow job
 def test_every_case_reduces_to_the_one_process_value(world):
     cases = {c.id: c for c in all_cases()}
     results = spawn(_all_cases_body, world, world, timeout=240)
