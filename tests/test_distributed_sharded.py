@@ -264,6 +264,11 @@ def _deferred_body(rank, world):
         (fm.binary_auroc(), (torch.tensor([0.2, 0.5]), torch.tensor([1, 5 if bad else 0]))),
         (fm.kendall_rank_corrcoef(), (torch.tensor([0.2, 0.5, 0.1]), torch.tensor([1.0, math.nan if bad else 2, 0]))),
     ]
+    return _deferred_messages(cases)
+
+
+def _deferred_messages(cases):
+    """Per ``(metric, inputs)`` case: the error `finalize` raises after a deferred update (None if none)."""
     out = []
     for m, inputs in cases:
         with fm.validation.mode("deferred"):

@@ -17,7 +17,7 @@ import torch
 import fmetrics as fm
 from adapters import distributed
 from tests._dist import count_collectives, spawn
-from tests.test_distributed_sharded import SCENARIOS, _cuts, _local_state
+from tests.test_distributed_sharded import SCENARIOS, _cuts, _deferred_messages, _local_state
 
 C, L = 4, 3
 METRICS = [
@@ -392,16 +392,7 @@ def _deferred_body(rank, world):
              (fm.mean_average_precision(), ([dict(boxes=torch.tensor([[0.0, 0, 5, 5]]), labels=torch.tensor([1]),
                                                   scores=torch.tensor([math.nan if bad else 0.5]))],
                                             [dict(boxes=torch.tensor([[0.0, 0, 5, 5]]), labels=torch.tensor([1]))]))]
-    out = []
-    for m, inputs in cases:
-        with fm.validation.mode("deferred"):
-            s = m.update(m.init(), *inputs)
-        try:
-            distributed.finalize(m, s)
-            out.append(None)
-        except ValueError as err:
-            out.append(str(err))
-    return out
+    return _deferred_messages(cases)
 
 
 @pytest.mark.distributed
