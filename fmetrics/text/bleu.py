@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from itertools import chain
 from typing import Any, Literal, NamedTuple, Optional, Sequence
 
@@ -61,14 +62,18 @@ def bleu_rows(hyps: list, refs: list, per_hyp: np.ndarray, n_gram: int) -> dict:
             "sentences": np.ones(H, dtype=np.int64)}
 
 
-def _family(name: str, n_gram: int, tokenize_fn, key):
-    """``tokenize_fn(sentence)``: the sentence's tokens as one string, separated by whitespace."""
+def _family(name: str, n_gram: int, tokenize_all, key):
+    """``tokenize_all(sentences)``: each sentence's tokens as one string, separated by whitespace. A text given
+    more than once (the references of two systems scored together) is tokenized once."""
     def rows(preds: Any, target: Any) -> dict:
         hyps = sentences(name, "preds", preds)
         refs = references(name, "target", target, len(hyps))
         per_hyp = np.fromiter(map(len, refs), dtype=np.int64, count=len(refs))
-        return bleu_rows(list(map(tokenize_fn, hyps)), list(map(tokenize_fn, chain.from_iterable(refs))), per_hyp,
-                         n_gram)
+        texts = [*hyps, *chain.from_iterable(refs)]
+        distinct = dict.fromkeys(texts)
+        tokens = dict(zip(distinct, tokenize_all(list(distinct))))
+        texts = list(map(tokens.__getitem__, texts))
+        return bleu_rows(texts[:len(hyps)], texts[len(hyps):], per_hyp, n_gram)
 
     return counts_family("bleu", key, BleuState, rows=rows, shapes={"numerator": (n_gram,), "denominator": (n_gram,)})
 
@@ -157,7 +162,7 @@ def bleu_score(*, n_gram: int = 4, smooth: bool = False, weights: Optional[Seque
         tensor(0.7598, dtype=torch.float64)
     """
     _weights("bleu_score", n_gram, weights)
-    fam = _family("bleu_score", n_gram, str, ("split", n_gram))
+    fam = _family("bleu_score", n_gram, list, ("split", n_gram))
     return _metric("bleu_score", fam, n_gram, bool(smooth), weights)
 
 
@@ -175,6 +180,8 @@ def _spm_model_present(name: str, tokenize: str) -> None:
 
 
 def _sacre_tokenizer(name: str, tokenize: str, lowercase: bool):
+    """``tokenize_all(sentences)``: sacrebleu's tokenizer on each (optionally lowercased,) right-stripped sentence;
+    ``'13a'`` (`_batch_13a`) and ``'none'`` run over the whole batch at once."""
     if tokenize not in TOKENIZERS:
         raise validation.fail(name, "tokenize", f"one of {TOKENIZERS}", repr(tokenize))
     require(name, "sacrebleu")
@@ -186,13 +193,64 @@ def _sacre_tokenizer(name: str, tokenize: str, lowercase: bool):
     from sacrebleu.metrics.bleu import _get_tokenizer
 
     tok = _get_tokenizer(tokenize)()
+    prepare = (lambda s: s.lower().rstrip()) if lowercase else str.rstrip
+    if tokenize == "none":
+        return lambda texts: list(map(prepare, texts))
+    steps = _v13a_steps() if tokenize == "13a" else None
+    if steps is not None:
+        return lambda texts: _batch_13a(list(map(prepare, texts)), tok, steps)
+    return lambda texts: [tok(prepare(s)) for s in texts]
 
-    def tokenize_fn(s: str) -> str:
-        if lowercase:
-            s = s.lower()
-        return tok(s.rstrip())
 
-    return tokenize_fn
+def _v13a_steps():
+    """The characters that mteval-v13a spaces out and its (period/comma, dash) rules as literal-first patterns,
+    or ``None`` unless sacrebleu's `TokenizerRegexp` holds exactly the four steps they were written from."""
+    from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
+
+    steps = [(p.pattern, r) for p, r in TokenizerRegexp()._re]
+    if steps != [(r"([\{-\~\[-\` -\&\(-\+\:-\@\/])", r" \1 "), (r"([^0-9])([\.,])", r"\1 \2 "),
+                 (r"([\.,])([^0-9])", r" \1 \2"), (r"([0-9])(-)", r"\1 \2 ")]:
+        return None
+    first = TokenizerRegexp()._re[0][0]
+    spaced = [c for c in map(chr, range(33, 128)) if first.fullmatch(c)]  # (a space is one already)
+    after_other = [(re.compile(rf"\{p}(?<=[^0-9]\{p})"), f" {p} ") for p in ".,"]  # not after a digit
+    before_other = [(re.compile(rf"\{p}(?=[^0-9])"), f" {p} ") for p in ".,"]  # not before a digit
+    return spaced, after_other, before_other, re.compile("-(?<=[0-9]-)"), TokenizerRegexp()._re[1:3]
+
+
+def _batch_13a(lines: list, tok, steps) -> list:
+    """sacrebleu's 13a tokenization of every line (``tok``: its `Tokenizer13a`; ``steps``: `_v13a_steps`),
+    whitespace aside, in one pass.
+
+    The lines joined by newlines (none inside a line, else ``tok`` line by line), each padded by a space,
+    take each step once: the entity and ``<skipped>`` replacements, a space either side of each of
+    ``!"#$%&()*+/:;<=>?@[\\]^_`{|}~`` (str.replace per character present), then the period/comma rules and
+    the dash rule. Those three regular expressions consume the character before or after the period (or comma):
+    with no two periods/commas adjacent that never blocks a match, and each is a literal-first pattern with a
+    constant replacement (no Python call per match); otherwise sacrebleu's own patterns run. The tokens of
+    each returned line (``str.split``) are ``tok``'s; only the runs of spaces differ.
+    """
+    spaced, after_other, before_other, dash, own = steps
+    text = "\n".join(lines)
+    if text.count("\n") != len(lines) - 1:  # a line break inside a line: 13a joins or drops it, line by line
+        return list(map(tok, lines))
+    text = text.replace("<skipped>", "")
+    if "&" in text:
+        text = text.replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+    text = " " + text.replace("\n", " \n ") + " "
+    for c in spaced:
+        if c in text:
+            text = text.replace(c, f" {c} ")
+    if "." in text or "," in text:
+        if any(pair in text for pair in ("..", ".,", ",.", ",,")):
+            for pattern, repl in own:
+                text = pattern.sub(repl, text)
+        else:
+            for pattern, repl in (*after_other, *before_other):
+                text = pattern.sub(repl, text)
+    if "-" in text:
+        text = dash.sub(" - ", text)
+    return text.split("\n")
 
 
 @factory
