@@ -1,4 +1,4 @@
-"""FID with fewer images than feature dimensions: the rank-``n - 1`` route (`features._low_rank_trace_sqrt`).
+"""FID with fewer images than feature dimensions: the rank-``r`` factor (`features._pivoted_cholesky`).
 
 Oracle written here from the features, not the covariances: ``S_i = X_ic^T X_ic / (n_i - 1)`` (centred rows),
 so the eigenvalues of ``S1 S2`` are the squared singular values of ``X1c X2c^T / sqrt((n1 - 1)(n2 - 1))`` and
@@ -39,34 +39,79 @@ def _state(fr, ff):
     return fid, fid.update(s, ff[:, :, None, None], False)
 
 
-@pytest.mark.parametrize("n1,n2", [(2, 2), (3, 40), (8, 8), (64, 20), (100, 400), (90, 90)],
-                         ids=["2-2", "3-40", "8-8", "64-20", "100-400", "90-90"])
+@pytest.mark.parametrize("n1,n2", [(2, 2), (3, 40), (8, 8), (64, 20), (100, 400), (90, 90), (150, 150),
+                                   (191, 191), (192, 200), (193, 193), (180, 400)])
 def test_few_images_match_the_feature_oracle(n1, n2):
-    # d = 192: every pair has a side of rank n - 1 with n - 1 + 10 < 0.8 d (the low-rank route);
-    # (100, 400): the 100 side is low rank and the other full rank (its projection is Cholesky-factored);
-    # (90, 90): both singular, the projected covariances too (the eigh fallback)
+    # d = 192: ranks from 1 to d; (100, 400): one side low rank, the other full rank; (90, 90): both singular
+    # with r1 + r2 < d; (191, 191) .. (193, 193): ranks d - 1 and d
     fr, ff = _features(n1, n2, 192, seed=n1 * 1000 + n2)
     fid, s = _state(fr, ff)
     got, want = float(fid.finalize(s)), _oracle(fr, ff)
-    assert abs(got - want) <= 1e-9 * abs(want), (got, want)
+    assert abs(got - want) <= 1e-10 * abs(want), (got, want)
 
 
-def test_low_rank_route_is_taken_and_full_rank_unchanged(monkeypatch):
+def test_the_side_of_smaller_rank_is_factored_by_pivots(monkeypatch):
     calls = []
-    real = feat._low_rank_trace_sqrt
-    monkeypatch.setattr(feat, "_low_rank_trace_sqrt", lambda *a: calls.append(a[2]) or real(*a))
-    for n1, n2 in ((8, 300), (300, 8), (144, 500), (145, 500), (500, 145), (160, 160), (300, 300)):
+    real = feat._pivoted_cholesky
+
+    def spy(a, rank):
+        g, order = real(a, rank)
+        calls.append((rank, g.shape[1]))
+        return g, order
+
+    monkeypatch.setattr(feat, "_pivoted_cholesky", spy)
+    for n1, n2 in ((8, 300), (300, 8), (144, 500), (500, 145), (160, 160), (192, 300), (193, 300), (300, 300)):
         fr, ff = _features(n1, n2, 192, seed=7)
         fid, s = _state(fr, ff)
         got, want = float(fid.finalize(s)), _oracle(fr, ff)
-        assert abs(got - want) <= 1e-9 * abs(want), (n1, n2, got, want)
-    # rank 7 from either side; 143 + 10 < 0.8 * 192 takes it, 144 + 10 does not (then the Cholesky of the
-    # 500-image side, either order); (160, 160) the symmetric square root; full rank never
-    assert calls == [7, 7, 143]
-    # without counts (MiFID's call) the full-matrix route is kept
+        assert abs(got - want) <= 1e-10 * abs(want), (n1, n2, got, want)
+    # rank n - 1 of the side with fewer images, from either side; rank d (193 or more images on both sides):
+    # LAPACK's Cholesky, no pivots
+    assert calls == [(7, 7), (7, 7), (143, 143), (144, 144), (159, 159), (191, 191)]
+    # without counts (MiFID's call) the plain Cholesky fails on a singular covariance: the pivoted factor
+    # stops at its numerical rank
     fr, ff = _features(8, 8, 64, seed=1)
-    feat.frechet_distance(fr.mean(0), torch.cov(fr.T), ff.mean(0), torch.cov(ff.T))
-    assert calls == [7, 7, 143]
+    got = feat.frechet_distance(fr.mean(0), torch.cov(fr.T), ff.mean(0), torch.cov(ff.T))
+    assert calls[-1] == (64, 7)
+    assert abs(float(got) - _oracle(fr, ff)) <= 1e-10 * _oracle(fr, ff)
+
+
+def _psd(d, rank, seed, scales=None):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(d, rank, generator=g, dtype=torch.float64)
+    if scales is not None:
+        x = x * scales[:, None]
+    return x @ x.T
+
+
+@pytest.mark.parametrize("case", ["rank-5", "rank-d", "rank-0", "dead-features", "duplicate-features", "scales"])
+def test_pivoted_cholesky_is_an_exact_factor_of_the_rank(case):
+    d = 96
+    scales = torch.logspace(-3, 3, d, dtype=torch.float64)
+    a, rank = {"rank-5": (_psd(d, 5, 0), 5), "rank-d": (_psd(d, 2 * d, 1), d),
+               "rank-0": (torch.zeros(d, d, dtype=torch.float64), 0),
+               "dead-features": (_psd(d, 40, 2, (torch.arange(d) % 3 > 0).double()), 40),
+               "duplicate-features": (_psd(d, 30, 3)[[i // 2 for i in range(d)]][:, [i // 2 for i in range(d)]], 30),
+               "scales": (_psd(d, 50, 4, scales), 50)}[case]
+    g, order = feat._pivoted_cholesky(a, d)  # the bound d: it stops at the numerical rank
+    assert g.shape == (d, rank)
+    assert sorted(order.tolist()) == list(range(d))
+    assert torch.equal(torch.triu(g, 1), torch.zeros_like(g))  # lower trapezoidal
+    assert float(torch.dist(a[order][:, order], g @ g.T)) <= 1e-13 * max(float(a.norm()), 1e-300)
+    g, _ = feat._pivoted_cholesky(a, min(rank, 3))  # a smaller bound: that many columns
+    assert g.shape == (d, min(rank, 3))
+
+
+def test_dead_features_and_repeated_images_match_the_feature_oracle():
+    # more images than dimensions, yet singular covariances: a constant feature, and each image twice
+    fr, ff = _features(300, 250, 64, seed=5)
+    fr[:, 3], ff[:, 3] = 1.0, 1.0
+    fid, s = _state(fr, ff)
+    assert abs(float(fid.finalize(s)) - _oracle(fr, ff)) <= 1e-10 * _oracle(fr, ff)
+    fr, ff = _features(40, 50, 128, seed=6)
+    fr, ff = fr.repeat(2, 1), ff.repeat(3, 1)  # rank 39 and 49 from 80 and 150 images
+    fid, s = _state(fr, ff)
+    assert abs(float(fid.finalize(s)) - _oracle(fr, ff)) <= 1e-10 * _oracle(fr, ff)
 
 
 def test_low_rank_matches_scipy_sqrtm_and_torchmetrics():
@@ -101,4 +146,14 @@ def test_large_dimension_few_images():
         fr, ff = _features(n, n, 2048, seed=n)
         fid, s = _state(fr, ff)
         got, want = float(fid.finalize(s)), _oracle(fr, ff)
-        assert abs(got - want) <= 1e-9 * abs(want), (n, got, want)
+        assert abs(got - want) <= 1e-10 * abs(want), (n, got, want)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n1,n2", [(1200, 1200), (2000, 1900), (2100, 2100)])
+def test_large_dimension_near_d_images(n1, n2):
+    # ranks near d = 2048 (the benchmark's 1,200 / 2,000 / 2,100-image rows)
+    fr, ff = _features(n1, n2, 2048, seed=n1 + n2)
+    fid, s = _state(fr, ff)
+    got, want = float(fid.finalize(s)), _oracle(fr, ff)
+    assert abs(got - want) <= 1e-10 * abs(want), (n1, n2, got, want)

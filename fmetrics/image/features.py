@@ -13,7 +13,8 @@ FID's state is sum-mergeable: per side (real, fake) the count, the feature
 sum and the sum of outer products, all float64; one all_reduce of O(d^2)
 syncs a whole multi-GPU run. The Fréchet distance is computed in `finalize`
 from a Cholesky factor of one covariance and one symmetric eigenvalue solve:
-``tr sqrt(S1 S2) = sum sqrt(eig(L^T S2 L))`` with ``S1 = L L^T``.
+``tr sqrt(S1 S2) = sum sqrt(eig(F^T S2 F))`` with ``S1 = F F^T`` (``F`` pivoted
+and ``d x r`` when ``S1`` has rank ``r < d``: fewer images than dimensions).
 """
 from __future__ import annotations
 
@@ -164,93 +165,90 @@ def _moments(n, s, outer):
     return mu, (cov + cov.T) / 2
 
 
-def _psd_sqrt(a: torch.Tensor) -> torch.Tensor:
-    w, v = torch.linalg.eigh(a)
-    return (v * w.clamp(min=0).sqrt()) @ v.T
-
-
-_TILE = 256
+_TILE = 256  # tile width of the lower-triangle congruence
+_BLOCK = 64  # pivoted Cholesky columns formed between two updates of the Schur complement
 
 
 def _congruence_lower(factor: torch.Tensor, s: torch.Tensor, tile: int = _TILE) -> torch.Tensor:
-    """The lower triangle (diagonal tiles whole) of ``L^T S L`` for a lower-triangular ``L``, by tiles.
+    """The lower triangle (diagonal tiles whole) of ``F^T S F`` for a lower-trapezoidal ``F`` ``(d, k)``, by tiles.
 
-    ``W = S L`` needs, for columns ``j``, only rows ``>= j`` of ``L``; the lower tiles ``(i, j <= i)`` of
-    ``L^T W`` need only rows ``>= i``: ~40% of the two full products' flops for d = 2048 (tile 256).
+    ``W = S F`` needs, for columns ``j``, only rows ``>= j`` of ``F``; the lower tiles ``(i, j <= i)`` of
+    ``F^T W`` need only rows ``>= i``: ~40% of the two full products' flops for d = k = 2048 (tile 256).
     The upper triangle is left zero: `torch.linalg.eigvalsh(..., UPLO="L")` never reads it.
     """
-    n = s.shape[0]
-    w = torch.empty_like(s)
-    for j in range(0, n, tile):
+    d, k = factor.shape
+    w = s.new_empty(d, k)
+    for j in range(0, k, tile):
         w[:, j:j + tile] = s[:, j:] @ factor[j:, j:j + tile]
-    m = torch.zeros_like(s)
-    for i in range(0, n, tile):
+    m = s.new_zeros(k, k)
+    for i in range(0, k, tile):
         m[i:i + tile, :i + tile] = factor[i:, i:i + tile].T @ w[i:, :i + tile]
     return m
 
 
-_OVERSAMPLE = 10  # extra directions of the range finder beyond the rank
-_LOW_RANK_SHARE = 0.8  # the rank route while rank + 10 < 0.8 d (CPU time, d = 2048: 1.5 s at rank 1,023 and 2.7 s
-# at 1,499 against the full route's 4.6 s / 3.4 s; 5.6 s against 4.9 s at 1,899)
+def _swap(t: torch.Tensor, i: int, j: int) -> None:
+    """Swaps rows ``i`` and ``j`` of ``t`` (a view writes through) in place."""
+    t[[i, j]] = t[[j, i]]
 
 
-def _low_rank_trace_sqrt(s_low: torch.Tensor, s_other: torch.Tensor, rank: int) -> torch.Tensor:
-    """``tr sqrt(S_low S_other)`` for ``S_low`` of rank ``<= rank`` (``rank + 10 < d``), on ``(k, k)`` matrices.
+def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
+    """``(G, order)`` with ``a[order][:, order] = G G^T`` up to round-off; ``G`` ``(d, k)`` lower trapezoidal, ``k <= rank``.
 
-    ``Q`` (``d x k``, ``k = rank + 10``): an orthonormal basis of ``range(S_low)`` (QR of ``S_low Omega``,
-    ``Omega`` a fixed-seed Gaussian ``d x k``: the randomized range finder, exact up to round-off for a matrix of
-    rank ``< k``). Then ``S_low = Q B Q^T`` with ``B = Q^T S_low Q``, and the nonzero eigenvalues of
-    ``S_low S_other`` are those of ``B C``, ``C = Q^T S_other Q``: of the symmetric ``L^T B L`` with
-    ``C = L L^T`` (or ``F^T C F`` with ``B = F F^T`` by ``eigh`` when ``C`` is singular too).
-    Cost ``O(d^2 k)`` instead of the ``O(d^3)`` eigensolves of the full matrices.
+    Cholesky with diagonal pivoting (LAPACK ``pstrf``) of a PSD ``a`` of rank ``<= rank``: each step pivots on
+    the largest diagonal entry of the Schur complement, and it stops after ``rank`` steps or once that entry is
+    round-off (``<= d eps max diag(a)``), so a singular ``a`` gets an exact factor of its own rank instead of
+    the round-off columns an unpivoted Cholesky would divide by. ``block`` columns at a time are formed from
+    the Schur complement (left-looking), then one matmul updates it. E.g. ``a = x x^T`` with ``x`` ``(5, 2)``:
+    ``G`` is ``(5, 2)``.
     """
-    d = s_low.shape[0]
-    k = rank + _OVERSAMPLE
-    omega = torch.randn(d, k, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    q = torch.linalg.qr(s_low @ omega.to(s_low.device)).Q
-    b, c = (q.T @ s @ q for s in (s_low, s_other))
-    factor, info = torch.linalg.cholesky_ex((c + c.T) / 2)
-    if int(info) != 0:
-        w, v = torch.linalg.eigh((b + b.T) / 2)
-        factor, b = v * w.clamp(min=0).sqrt(), c
-    m = factor.T @ b @ factor
-    # rank(m) <= rank: the 10 smallest eigenvalues are round-off (their square roots, ~1e-8 each, are dropped)
-    return torch.linalg.eigvalsh((m + m.T) / 2)[_OVERSAMPLE:].clamp(min=0).sqrt().sum()
+    d = a.shape[0]
+    s, diag = a.clone(), a.diagonal().clone()
+    order = torch.arange(d, device=a.device)
+    g = a.new_zeros(d, rank)
+    tol = d * torch.finfo(a.dtype).eps * float(diag.max())
+    for k in range(0, rank, block):  # s: the Schur complement of rows and columns order[k:]
+        panel = g[k:, k:k + block]
+        for j in range(panel.shape[1]):
+            p = j + int(torch.argmax(diag[k + j:]))
+            if p != j:
+                for t in (s, s.T, g[k:], diag[k:], order[k:]):
+                    _swap(t, j, p)
+            col = s[j:, j] - panel[j:, :j] @ panel[j, :j]
+            pivot = float(col[0])
+            if not pivot > tol:  # the rest is round-off
+                return g[:, :k + j], order
+            panel[j:, j] = col / pivot ** 0.5
+            diag[k + j:] -= panel[j:, j] ** 2
+        width = panel.shape[1]
+        s = torch.addmm(s[width:, width:], panel[width:], panel[width:].T, alpha=-1)
+    return g, order
 
 
 def frechet_distance(mu1, sigma1, mu2, sigma2, n1: Optional[int] = None, n2: Optional[int] = None) -> torch.Tensor:
     """``|mu1 - mu2|^2 + tr S1 + tr S2 - 2 tr sqrt(S1 S2)`` in float64, by one Cholesky and one symmetric eigensolve.
 
-    ``tr sqrt(S1 S2) = sum sqrt(eig(L^T S2 L))`` with ``S1 = L L^T``: the eigenvalues of ``S1 S2`` are those
-    of the symmetric ``L^T S2 L`` (similar matrices), all >= 0 (tiny negative round-off clamped).
-    ``n1`` / ``n2``: the sample counts behind ``S1`` / ``S2`` when known; a covariance of ``n`` samples has
-    rank ``<= n - 1``, and when ``min(n1, n2) - 1 + 10 < 0.8 d`` the trace is solved on that rank
-    (`_low_rank_trace_sqrt`: few images need no ``d x d`` eigensolve); otherwise the Cholesky factor is taken
-    of the side with more samples (full rank when it has more than ``d``), and the ``d - rank`` smallest
-    eigenvalues (zero but for round-off) are left out.
+    ``tr sqrt(S1 S2) = sum sqrt(eig(F^T S2 F))`` for any ``S1 = F F^T``: the nonzero eigenvalues of
+    ``F (F^T S2)`` are those of the symmetric ``F^T S2 F``, all >= 0 (tiny negative round-off clamped).
+    ``n1`` / ``n2``: the sample counts behind ``S1`` / ``S2`` when known. A covariance of ``n`` samples has
+    rank ``r <= min(n - 1, d)``; the side of smaller ``r`` (of more images when equal) is factored: by LAPACK's
+    Cholesky when ``r = d`` (``F`` square), else, or when that fails (a singular covariance), by
+    `_pivoted_cholesky` (``F`` ``d x r``), so the eigensolve is ``r x r`` and no round-off eigenvalue of the
+    null space enters the sum.
     """
     mu1, mu2, sigma1, sigma2 = (x.to(torch.float64) for x in (mu1, mu2, sigma1, sigma2))
+    d = sigma1.shape[0]
     diff = mu1 - mu2
     rest = diff @ diff + torch.trace(sigma1) + torch.trace(sigma2)
-    ranks = [(n - 1, s, o) for n, s, o in ((n1, sigma1, sigma2), (n2, sigma2, sigma1)) if n is not None]
-    drop = 0  # eigenvalues known to be zero (rank of S1 S2 <= the smaller rank): round-off, left out
-    if ranks:
-        rank, s_low, s_other = min(ranks, key=lambda r: r[0])
-        if rank + _OVERSAMPLE < _LOW_RANK_SHARE * sigma1.shape[0]:
-            return rest - 2 * _low_rank_trace_sqrt(s_low, s_other, max(rank, 0))
-        if n1 is not None and n2 is not None and n2 > n1:  # tr sqrt(S1 S2) = tr sqrt(S2 S1)
-            sigma1, sigma2 = sigma2, sigma1
-        drop = max(0, sigma1.shape[0] - max(rank, 0))
-    factor, info = torch.linalg.cholesky_ex(sigma1)
-    if int(info) != 0:  # singular (fewer samples than dimensions): a symmetric square root instead
-        factor = _psd_sqrt(sigma1)
-        m = factor @ sigma2 @ factor
-        m = (m + m.T) / 2
-    elif sigma1.shape[0] > 2 * _TILE:
-        m = _congruence_lower(factor, sigma2)
-    else:
-        m = factor.T @ sigma2 @ factor
-    eig = torch.linalg.eigvalsh(m, UPLO="L")[drop:]
+    r1, r2 = (d if n is None else max(0, min(n - 1, d)) for n in (n1, n2))
+    if (r2, -(n2 or 0)) < (r1, -(n1 or 0)):  # tr sqrt(S1 S2) = tr sqrt(S2 S1)
+        sigma1, sigma2, r1 = sigma2, sigma1, r2
+    info = 1  # rank-deficient: no plain Cholesky
+    if r1 == d:
+        factor, info = torch.linalg.cholesky_ex(sigma1)
+    if int(info) != 0:
+        factor, order = _pivoted_cholesky(sigma1, r1)
+        sigma2 = sigma2[order][:, order]
+    eig = torch.linalg.eigvalsh(_congruence_lower(factor, sigma2), UPLO="L")
     return rest - 2 * eig.clamp(min=0).sqrt().sum()
 
 
