@@ -193,10 +193,21 @@ def to_device(state, device):
 
 def device_of(tree) -> Optional[torch.device]:
     """Device of the first tensor found in ``tree`` (``None`` if it holds none)."""
-    for x in pytree.tree_leaves(tree):
+    for x in pytree.tree_leaves(tree, is_leaf=_strings):
         if isinstance(x, torch.Tensor):
             return x.device
     return None
+
+
+def _strings(x) -> bool:
+    """A list or tuple of strings only (text inputs): a leaf without tensors, checked in one C loop (`str.join`)."""
+    if type(x) not in (list, tuple):
+        return False
+    try:
+        "".join(x)
+        return True
+    except TypeError:
+        return False
 
 
 def stack(states: Sequence[Any]):

@@ -16,7 +16,7 @@ import torch
 
 import fmetrics
 import fmetrics.text as ft
-from tests.cases.text import multi_refs, pairs
+from tests.cases.text import batches, multi_refs, pairs
 
 REL = 1e-9
 
@@ -156,6 +156,37 @@ def test_edit_distance_vs_rapidfuzz_and_torchmetrics(cost):
     assert float(mean) == pytest.approx(float(want.double().mean()), rel=REL)
     if cost:  # torchmetrics' own DP
         assert float(mean) == pytest.approx(float(tm.edit_distance(preds, target, substitution_cost=cost)), rel=1e-6)
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("cost", [1, 3])
+def test_edit_distance_batches_and_nasty_strings_vs_a_rapidfuzz_loop(cost):
+    """Batched updates (an empty one, tuples, str subclasses, strings across rapidfuzz's 64-character blocks,
+    non-BMP characters) against one rapidfuzz call per pair."""
+    Levenshtein = pytest.importorskip("rapidfuzz.distance.Levenshtein")
+    preds, target = pairs(11, 60)
+    rng = np.random.default_rng(cost)
+    long = ["".join(rng.choice(list("ab c\u00e9\u6570\U0001f600"), size=n)) for n in (63, 64, 65, 130, 700)]
+    preds += long + [_Str("subclass"), "x" * 200]
+    target += long[::-1] + ["sub class", _Str("y" * 199)]
+    want = [Levenshtein.distance(p, t, weights=(1, 1, cost)) for p, t in zip(preds, target)]
+    for reduction in ("sum", "none", "mean"):
+        m = ft.edit_distance(substitution_cost=cost, reduction=reduction)
+        s = m.init()
+        for p, t in batches(preds, target, sizes=(7, 0, 13, 1, 30)):
+            s = m.update(s, tuple(p), t)
+        got = m.finalize(s)
+        if reduction == "none":
+            assert got.dtype == torch.int64 and got.tolist() == want
+        elif reduction == "sum":
+            assert got.dtype == torch.int64 and int(got) == sum(want)
+        else:
+            assert got.dtype == torch.float64 and float(got) == pytest.approx(sum(want) / len(want), rel=REL)
+    with pytest.raises(ValueError, match=r"edit_distance.*target.*a list of strings.*a bytes at position 1"):
+        ft.edit_distance()(["a", "b"], ["a", b"b"])
 
 
 @pytest.mark.parametrize("language", ["en", "ja"])

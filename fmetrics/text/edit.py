@@ -27,13 +27,11 @@ class EditDistanceAll(NamedTuple):
 
 
 def _distances(name: str, cost: int, preds: Any, target: Any) -> np.ndarray:
+    """The distance of every pair, in one rapidfuzz call over the batch."""
     p, t = pair_lists(name, preds, target)
     rf = require(name, "rapidfuzz")
-    if not p:
-        return np.zeros(0, dtype=np.int64)
-    d = rf.process.cpdist(p, t, scorer=rf.distance.Levenshtein.distance, workers=1,
-                          scorer_kwargs={"weights": (1, 1, cost)})
-    return np.asarray(d, dtype=np.int64)
+    weights = {} if cost == 1 else {"weights": (1, 1, cost)}  # cost 1: rapidfuzz's uniform kernel
+    return rf.process.cpdist(p, t, scorer=rf.distance.Levenshtein.distance, workers=1, scorer_kwargs=weights)
 
 
 @factory
@@ -72,7 +70,7 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
 
     def update(preds, target):
         d = _distances(name, substitution_cost, preds, target)
-        out = {"total": int(d.sum()), "sentences": d.size}
+        out = {"total": int(d.sum()), "sentences": len(d)}  # Python ints: they add to the state as scalars
         if reduction == "none":
             out["scores"] = d
         return out
@@ -88,6 +86,6 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
         def finish(s):
             if reduction == "sum":
                 return s.total.clone()
-            return nan() if empty(name, s.sentences) else s.total.double() / s.sentences.double()
+            return nan() if empty(name, s.sentences) else s.total / s.sentences.double()
 
     return fam.metric(name, finish, higher_is_better=False, is_differentiable=False, bounds=(0.0, None))
