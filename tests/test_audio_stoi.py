@@ -147,11 +147,10 @@ def test_stoi_docstring_example():
 
 
 def test_tables_built_on_a_device_match_the_host_tables():
-    # off the CPU the window, band matrix and resampling filter are computed there by torch ops (no copies)
+    # off the CPU the window and resampling filter are computed there by torch ops (no copies)
     for fs in (8000, 10000, 16000, 44100):
-        hann, bands, plan = S.build_constants(torch.device("cpu"), fs)
+        hann, plan = S.build_constants(torch.device("cpu"), fs)
         torch.testing.assert_close(hann, S.HANN, rtol=0, atol=1e-15)
-        assert torch.equal(bands, S.BAND_WEIGHTS)
         host = S.resample_plan(fs)
         assert (plan is None) == (host is None)
         if plan is not None:
@@ -168,4 +167,3 @@ def test_band_edges_are_pystois_third_octave_matrix():
     for band, (lo, hi) in enumerate(S.BAND_EDGES):
         rebuilt[band, lo:hi] = 1
     np.testing.assert_array_equal(rebuilt, obm)
-    assert S.BAND_LO == min(lo for lo, _ in S.BAND_EDGES) and S.BAND_HI == max(hi for _, hi in S.BAND_EDGES)

@@ -58,14 +58,6 @@ EPS = float(np.finfo(np.float64).eps)
 TOO_SHORT = 1e-5  # pystoi's value for an example with fewer than N frames left
 
 
-def _band_weights() -> torch.Tensor:
-    """``(2 bins, 16)``: the band matrix over the used bins, each row twice (re^2 and im^2), a zero 16th band
-    (a 16-column product runs 2x faster than 15 in MKL)."""
-    lo, hi = _band_bins()
-    obm = torch.from_numpy(third_octave_matrix()[:, lo:hi].T.copy())
-    return torch.nn.functional.pad(obm.repeat_interleave(2, 0), (0, 1))
-
-
 def _hann() -> np.ndarray:
     return np.hanning(N_FRAME + 2)[1:-1]  # MATLAB's hanning(256)
 
@@ -171,20 +163,10 @@ def third_octave_matrix() -> np.ndarray:
     return obm
 
 
-@functools.lru_cache(maxsize=None)
-def _band_bins():
-    """The FFT bins any band uses: ``[lo, hi)``."""
-    used = np.flatnonzero(third_octave_matrix().any(0))
-    return int(used[0]), int(used[-1]) + 1
-
-
 def build_constants(device: torch.device, fs: int, plan=None):
-    """``(hann, band weights, resample plan)`` float64, computed by torch ops on ``device`` (off the CPU: a
-    pageable host-to-device copy would synchronize a GPU); equal to the host tables to ~1e-16."""
+    """``(hann, resample plan)`` float64, computed by torch ops on ``device`` (off the CPU: a pageable
+    host-to-device copy would synchronize a GPU); equal to the host tables to ~1e-16."""
     hann = torch.hann_window(N_FRAME + 2, periodic=False, dtype=torch.float64, device=device)[1:-1]
-    weights = torch.zeros(2 * (BAND_HI - BAND_LO), NUMBAND + 1, dtype=torch.float64, device=device)
-    for band, (lo, hi) in enumerate(BAND_EDGES):
-        weights[2 * (lo - BAND_LO):2 * (hi - BAND_LO), band] = 1.0
     if plan is None:  # eager callers; the factory passes its host plan (no numpy under a trace)
         plan = resample_plan(fs)
     if plan is not None:
@@ -201,14 +183,13 @@ def build_constants(device: torch.device, fs: int, plan=None):
             taps = h[ph::up]
             w[r, 0, a + pad - taps.shape[0] + 1:a + pad + 1] = taps.flip(0)
         plan = (up, down, pad, w)
-    return hann, weights, plan
+    return hann, plan
 
 
 # constants (float64, CPU) built at import, so traced code only reads them
-BAND_LO, BAND_HI = _band_bins()
 BAND_EDGES = [(int(np.flatnonzero(row)[0]), int(np.flatnonzero(row)[-1]) + 1) for row in third_octave_matrix()]
-BAND_WEIGHTS = _band_weights()
 HANN = torch.from_numpy(_hann().copy())
+CHUNK = 1 << 16  # CPU: examples per pass hold about this many samples (at 10 kHz) each, so a pass stays in cache
 
 
 def frame_count(n: int) -> int:
@@ -216,45 +197,49 @@ def frame_count(n: int) -> int:
     return max(0, -(-(n - N_FRAME) // HOP))
 
 
-def _band_envelopes(z: torch.Tensor, hann: torch.Tensor = None, band_weights: torch.Tensor = None):
+def _band_envelopes(z: torch.Tensor, hann: torch.Tensor):
     """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz.
 
     Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
     overlap-added kept frames (frames ``>= kept - 1`` are padding) and the
     number of kept frames per example, ``(B,)``.
+
+    With ``w = [w1, w2]`` (the window's halves) and ``o_j`` the ``j``-th kept
+    frame, half ``j`` of the overlap-added signal is ``w1 c[o_j] + w2
+    c[o_{j-1} + 1]`` (``c[f]``: the ``f``-th 128-sample chunk; a dropped frame
+    reads a zero chunk): one row gather from the chunks weighted by ``w1`` and
+    ``w2``, no frame copies. STFT frame ``j`` is ``[w1 h_j, w2 h_{j+1}]``.
     """
     b, _, n = z.shape
     frames = frame_count(n)
-    w = (HANN if hann is None else hann).to(dtype=z.dtype, device=z.device)
-    raw = z.unfold(-1, N_FRAME, HOP)[:, :, :frames]  # (B, 2, F, 256) view
-    energy = 20 * torch.log10(torch.linalg.vector_norm(raw[:, 0] * w, dim=-1) + EPS)  # the target's frames
+    w = hann.to(dtype=z.dtype, device=z.device)
+    raw = z[:, 0].unfold(-1, N_FRAME, HOP)[:, :frames]  # (B, F, 256) view: the target's frames
+    energy = 20 * torch.log10(torch.linalg.vector_norm(raw * w, dim=-1) + EPS)
     keep = (energy.amax(-1, keepdim=True) - DYN_RANGE - energy) < 0
     kept = keep.sum(-1)
-    # kept frames first, in their order (a stable sort of the drop flag), as rows of the flattened frames
+    # kept frames first, in their order (a stable sort of the drop flag); the others read chunk F + 1 (zeros)
     order = torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True)
-    rows = (torch.arange(2 * b, device=z.device).reshape(b, 2, 1) * frames + order.unsqueeze(1)).reshape(-1)
-    c = raw.reshape(b * 2 * frames, N_FRAME).index_select(0, rows).reshape(b, 2, frames, N_FRAME)
-    live = torch.arange(frames, device=z.device) < kept.unsqueeze(-1)  # the others are zeroed
-    c = c * (live[:, None, :, None].to(c.dtype) * w)
-    # overlap-add by halves: half j = first half of kept frame j + second half of kept frame j - 1;
-    # STFT frame j (of k - 1) = halves j and j + 1 (a 256-sample view of the signal), windowed, zero-padded to 512
-    halves = torch.cat([c[..., :1, :HOP], c[..., 1:, :HOP] + c[..., :-1, HOP:]], -2)
-    stft_frames = torch.nn.functional.pad(halves.flatten(-2).unfold(-1, N_FRAME, HOP) * w, (0, NFFT - N_FRAME))
-    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1)[..., BAND_LO:BAND_HI]).flatten(-2)
-    power = spec * spec  # re^2, im^2 interleaved
-    if power.dtype == torch.float64:  # a band is one contiguous slice: 15 slice sums, 1.5x faster than the product
-        tob = torch.stack([power[..., 2 * (lo - BAND_LO):2 * (hi - BAND_LO)].sum(-1) for lo, hi in BAND_EDGES], -1)
-    else:  # float32 slice sums take a slow path (4x slower than the product)
-        weights = (BAND_WEIGHTS if band_weights is None else band_weights).to(dtype=z.dtype, device=z.device)
-        tob = torch.matmul(power, weights)[..., :NUMBAND]
-    tob = tob.sqrt()  # (B, 2, F - 1, 15)
-    return tob.transpose(-1, -2), kept  # (B, 2, 15, F - 1)
+    live = torch.arange(frames, device=z.device) < kept.unsqueeze(-1)
+    zero = torch.full_like(order, frames + 1)
+    first = torch.where(live, order, zero)
+    second = torch.cat([zero[:, :1], torch.where(live, order + 1, zero)[:, :-1]], -1)
+    rows = 2 * b * (frames + 2)
+    base = torch.arange(0, rows, frames + 2, device=z.device).reshape(b, 2, 1)
+    index = torch.stack([base + first.unsqueeze(1), rows + base + second.unsqueeze(1)], -1)  # (B, 2, F, 2)
+    chunks = torch.nn.functional.pad(z[..., :(frames + 1) * HOP], (0, HOP)).reshape(rows, HOP)
+    table = (chunks * w.reshape(2, 1, HOP)).reshape(2 * rows, HOP)  # w1 c, then w2 c
+    h = table.index_select(0, index.reshape(-1)).reshape(b, 2, frames, 2, HOP).sum(-2)  # (B, 2, F, 128)
+    stft_frames = torch.cat([h[:, :, :-1] * w[:HOP], h[:, :, 1:] * w[HOP:],
+                             h.new_zeros(()).expand(b, 2, frames - 1, NFFT - N_FRAME)], -1)
+    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1))  # (B, 2, F - 1, 257, 2)
+    tob = torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
+    return tob, kept  # (B, 2, 15, F - 1)
 
 
-def _window_sum(v: torch.Tensor) -> torch.Tensor:
-    """Sums over every window of ``N`` consecutive frames of ``(..., frames)``: ``(..., frames - N + 1)``."""
-    c = torch.nn.functional.pad(v.double().cumsum(-1), (1, 0))  # float64: no cancellation to speak of
-    return (c[..., N:] - c[..., :-N]).to(v.dtype)
+def _windows(v: torch.Tensor) -> torch.Tensor:
+    """Every window of ``N`` consecutive frames of ``(..., frames)``, copied as ``(..., N, S)`` (windows last:
+    reductions over a window are vectorized over windows)."""
+    return v.unfold(-1, N, 1).transpose(-1, -2).clone(memory_format=torch.contiguous_format)
 
 
 def _masked_mean(d: torch.Tensor, windows: torch.Tensor) -> torch.Tensor:
@@ -270,44 +255,53 @@ def _stoi(tob: torch.Tensor) -> torch.Tensor:
 
     Per band and window: ``y' = min(y |x| / (|y| + eps), x (1 + 10^(-beta/20)))``,
     then the correlation of ``y'`` and ``x`` (centered, divided by norm + eps).
+    Computed on ``y' / clip`` (the correlation is scale-free; its norm is scaled back).
     """
     x, y = tob[:, 0], tob[:, 1]
-    scale = (_window_sum(x.square()).sqrt() / (_window_sum(y.square()).sqrt() + EPS)).unsqueeze(-1)
-    xw = x.unfold(-1, N, 1)  # (B, 15, S, 30) views
-    yw = y.unfold(-1, N, 1)
     clip = 1 + 10 ** (-BETA / 20)
-    yp = torch.minimum(yw * scale, xw * clip)
-    yp = yp - yp.mean(-1, keepdim=True)
-    xc = xw - (_window_sum(x) / N).unsqueeze(-1)
-    num = (yp * xc).sum(-1)
-    ny = yp.square().sum(-1).sqrt() + EPS
-    nx = xc.square().sum(-1).sqrt() + EPS
-    return (num / (ny * nx)).mean(1)
-
-
-def _normalize(x: torch.Tensor, dim: int) -> torch.Tensor:
-    x = x - x.mean(dim, keepdim=True)
-    norm = x.square().sum(dim, keepdim=True).sqrt()
-    return x * torch.where(norm > 0, 1 / norm, 0.0)
+    norm_x = x.square().unfold(-1, N, 1).sum(-1).sqrt()  # (B, 15, S): window sums through a view
+    norm_y = y.square().unfold(-1, N, 1).sum(-1).sqrt()
+    yp = _windows(y).mul_((norm_x / ((norm_y + EPS) * clip)).unsqueeze(-2))
+    yp = yp.clamp_max_(x.unfold(-1, N, 1).transpose(-1, -2))  # (B, 15, N, S)
+    yp = yp.sub_(yp.mean(-2, keepdim=True))
+    xc = _windows(x)
+    xc = xc.sub_(xc.mean(-2, keepdim=True))
+    ny = (yp * yp).sum(-2).sqrt() * clip + EPS
+    nx = (xc * xc).sum(-2).sqrt() + EPS
+    return ((yp * xc).sum(-2) * clip / (ny * nx)).mean(1)
 
 
 def _estoi(tob: torch.Tensor) -> torch.Tensor:
     """Per-window extended STOI of ``(B, 2, 15, F)`` envelopes: ``(B, S)``.
 
     Each 15 x 30 window is centered and normalized per band (over frames),
-    then per frame (over bands); the value is the mean over frames of the
-    column correlations. A constant row or column normalizes to zero.
+    then centered per frame (over bands); the value is the mean over frames of
+    the column correlations. A constant row or column normalizes to zero.
     """
-    w = tob.unfold(-1, N, 1)  # (B, 2, 15, S, 30)
-    wn = _normalize(_normalize(w, -1), 2)
-    return (wn[:, 0] * wn[:, 1]).sum(1).mean(-1)
+    w = _windows(tob)  # (B, 2, 15, N, S)
+    w = w.sub_(w.mean(-2, keepdim=True))
+    norm = (w * w).sum(-2, keepdim=True).sqrt()
+    w = w.mul_(torch.where(norm > 0, 1 / norm, 0.0))
+    w = w.sub_(w.mean(2, keepdim=True))
+    norm = (w * w).sum(2).sqrt()  # (B, 2, N, S)
+    den = norm[:, 0] * norm[:, 1]
+    return torch.where(den > 0, (w[:, 0] * w[:, 1]).sum(1) / den, 0.0).mean(1)
+
+
+def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan) -> torch.Tensor:
+    """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64."""
+    z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, plan)
+    tob, kept = _band_envelopes(z.reshape(x.shape[0], 2, z.shape[-1]), hann)
+    d = _estoi(tob) if extended else _stoi(tob)
+    return _masked_mean(d.double(), kept - N)
 
 
 def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bool = False,
                 plan=None) -> torch.Tensor:
     """Per-example STOI (or extended STOI) of ``(..., time)`` signals sampled at ``fs``, float64 values.
 
-    Computed in float64 for float64 inputs (pystoi's precision), else in float32.
+    Computed in float64 for float64 inputs (pystoi's precision), else in float32. On the CPU (eager)
+    the examples go in passes of about `CHUNK` samples each (cache-sized: 1.4x faster at 4 s).
     """
     shape = preds.shape[:-1]
     dtype = torch.float64 if preds.dtype == torch.float64 else torch.float32
@@ -316,16 +310,18 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     if x.shape[0] == 0:
         return torch.zeros(shape, dtype=torch.float64, device=preds.device)
     if x.device.type == "cpu":  # the import-time tables; ``plan`` from the factory (no numpy under a trace)
-        hann, band_weights, device_plan = HANN, BAND_WEIGHTS, plan if plan is not None else resample_plan(fs)
+        hann, device_plan = HANN, plan if plan is not None else resample_plan(fs)
     else:
-        hann, band_weights, device_plan = build_constants(x.device, fs, plan)
-    z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, device_plan)
-    z = z.reshape(x.shape[0], 2, z.shape[-1])
-    if frame_count(z.shape[-1]) - 1 < N:  # static: fewer than 30 STFT frames even before removal
+        hann, device_plan = build_constants(x.device, fs, plan)
+    n = x.shape[-1] if device_plan is None else -(-x.shape[-1] * device_plan[0] // device_plan[1])
+    if frame_count(n) - 1 < N:  # static: fewer than 30 STFT frames even before removal
         return torch.full(shape, TOO_SHORT, dtype=torch.float64, device=preds.device)
-    tob, kept = _band_envelopes(z, hann, band_weights)
-    d = _estoi(tob) if extended else _stoi(tob)
-    return _masked_mean(d.double(), kept - N).reshape(shape)
+    step = x.shape[0]
+    if x.device.type == "cpu" and not torch.compiler.is_compiling():
+        step = max(1, CHUNK // n)
+    values = [_values(x[i:i + step], y[i:i + step], fs, extended, hann, device_plan)
+              for i in range(0, x.shape[0], step)]
+    return (values[0] if len(values) == 1 else torch.cat(values)).reshape(shape)
 
 
 @factory
