@@ -158,10 +158,11 @@ def _patched(module, attr, value, fn):
     return run
 
 
-@register("audio/deep_noise_suppression_mean_opinion_score", domain="audio", samples=lambda quick: 2 if quick else 8,
-          peers=("torchmetrics",), tolerance=1e-4,
+@register("audio/deep_noise_suppression_mean_opinion_score", domain="audio", samples=8, peers=("torchmetrics",),
+          tolerance=1e-4, full_only="2 ONNX networks over 10 s signals: 4 CPU-s a call even for 2 signals, and "
+                                    "torchmetrics' librosa compiles numba kernels on import (12 CPU-s on a cold cache)",
           description="DNSMOS of 8 noisy signals x 10 s at 16 kHz (2 hops each) with Microsoft's ONNX models from "
-                      "the speechmos wheel, the same sessions in both (2 with --quick)")
+                      "the speechmos wheel, the same sessions in both")
 def dnsmos_workload(quick: bool, device="cpu"):
     import os
 
@@ -174,7 +175,7 @@ def dnsmos_workload(quick: bool, device="cpu"):
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     p808, p835 = (ort.InferenceSession(os.path.join(root, "dnsmos_models", f), opts, providers=["CPUExecutionProvider"])
                   for f in ("model_v8.onnx", "sig_bak_ovr.onnx"))
-    x, _ = _pair(2 if quick else 8, seed=3)
+    x, _ = _pair(8, seed=3)
     x = torch.cat([x, x[:, :FS * 10 - T]], -1).clamp(-1, 1)[:, :FS * 10]
     m = fmetrics.audio.deep_noise_suppression_mean_opinion_score(fs=FS, personalized=False, p808=p808, p835=p835)
     load = lambda path, *a, **k: p808 if "model_v8" in path else p835  # noqa: E731

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from benchmarks import registry
-from benchmarks.registry import BASELINE, Measured, Unsupported, Workload
+from benchmarks.registry import BASELINE, Measured, Skip, Unsupported, Workload
 
 SCHEMA = "fmetrics-benchmarks/1"
 NOISY = 0.5  # a time whose interquartile range exceeds half its median is flagged as noisy
@@ -58,7 +58,8 @@ class Budget:
     slow peer stops after the calls that fit (its
     warm-up call is its one timing when not even one more fits) while a fast
     fmetrics keeps being timed in the remaining rounds. Once the run is over
-    its budget, each remaining workload gets a single round.
+    its budget, each remaining workload gets a single round (for the
+    contenders whose first call took under ``floor_s / 2``).
     """
 
     def __init__(self, quick: bool, repeats: Optional[int] = None, slowdown: float = 1.0):
@@ -67,6 +68,10 @@ class Budget:
         self.total_s = (90.0 if quick else 1100.0) / max(slowdown, 1.0)
         self.cap_s = 5.0 if quick else 60.0
         self.min_rounds, self.max_rounds = (3, 15) if quick else (5, 41)
+        # a workload's share, as far as one timed call of each contender is concerned, is at least this: once
+        # the run is over its budget (share 0), a contender whose first call took under half of it still gets
+        # one warm call, so that its time is not its first call's (lazy imports, first-call set-up)
+        self.floor_s = 0.5 if quick else 6.0
         if repeats is not None:
             self.min_rounds = self.max_rounds = repeats
         self.start = time.perf_counter()
@@ -339,7 +344,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     progress = progress or (lambda msg: None)
     device = torch.device(device)
     share = budget.share(workloads_left)
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     base_row = {"workload": w.name, "domain": w.domain, "description": w.description, "tolerance": w.tolerance,
                 "device": str(device)}
 
@@ -364,11 +369,13 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         return [row(None, "error", f"workload has no {BASELINE!r} contender")]
     # the share pays for warm-ups and rounds; the build (data, a peer's JIT compile, a helper process) is
     # charged to the run's budget: later workloads' shares shrink instead
+    match_pools(torch.get_num_threads())  # the pools the build loaded
     t_timing = time.perf_counter()
-    build_s = t_timing - t_start
+    build_s, build_cpu_s = t_timing - t_start, time.process_time() - c_start
     peers = [p for p in runs if p != BASELINE]
     skipped = {p: "not installed" for p in w.peers if p not in runs}
     skipped.update({p: "not installed" for p in peers if runs[p] is None})
+    skipped.update({p: runs[p].reason for p in peers if isinstance(runs[p], Skip)})
 
     values, times, extras, warmup, errors = {}, {}, {}, {}, {}
     for name in [BASELINE] + peers:  # warm-up: first call, the value we compare
@@ -389,11 +396,12 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
         why = errors.get(BASELINE) or skipped.get(BASELINE)
         return [row(None, "error", f"{BASELINE}: {why}", wall_s=time.perf_counter() - t_start)]
 
+    match_pools(torch.get_num_threads())  # the pools the warm-ups loaded
     live = [n for n in [BASELINE] + peers if n in values]
     caps = budget.plan({n: warmup[n] for n in live}, max(share - (time.perf_counter() - t_timing), 0.0), share)
     for name in live:  # a first call (lazy set-up, cold caches, new kernel shapes included) is a contender's
-        if caps[name] == 0 and warmup[name] <= share / 2:  # timing only when not even one more call fits in
-            caps[name] = 1  # half the workload's share (later workloads' shares shrink to pay for it)
+        if caps[name] == 0 and warmup[name] <= max(share, budget.floor_s) / 2:  # timing only when not even one
+            caps[name] = 1  # more call fits in half the workload's share (later workloads' shares shrink to pay)
     for name in live:  # timed once while the workload was built: that one timing, not copies of it
         if isinstance(values[name], Measured) and values[name].once:
             caps[name] = 0
@@ -427,7 +435,7 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
             rounds += 1
     finally:
         gc.unfreeze()
-    wall = time.perf_counter() - t_start
+    wall, cpu = time.perf_counter() - t_start, time.process_time() - c_start
 
     samples, nbytes = w.size("samples", quick), w.size("bytes", quick)
 
@@ -438,7 +446,8 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
 
     base = stats(BASELINE)
     meta = {"rounds": max((len(t) for t in times.values()), default=0), "first_calls": sorted(first_calls),
-            "wall_s": wall, "build_s": build_s, "samples": samples, "bytes": nbytes}
+            "wall_s": wall, "build_s": build_s, "cpu_s": cpu, "build_cpu_s": build_cpu_s, "samples": samples,
+            "bytes": nbytes}
     if base is None:
         return [row(None, "error", f"{BASELINE}: {errors.get(BASELINE, 'no value')}", **meta)]
     rows = []
@@ -628,6 +637,26 @@ def fewer_threads(load: float, cpus: int, threads: int) -> int:
     return max(1, min(threads, int(cpus - load + 0.5)))
 
 
+_modules_seen = 0  # len(sys.modules) when `match_pools` last ran
+
+
+def match_pools(threads: int) -> None:
+    """Gives the BLAS / OpenMP thread pools loaded so far (numpy's and SciPy's OpenBLAS, scikit-learn's OpenMP)
+    torch's ``threads``, so that peers run on as many threads as fmetrics; a no-op until a module was imported
+    since the last call, or without threadpoolctl. On a busy machine OpenBLAS threads spin-wait for descheduled
+    siblings: ``scipy.linalg.sqrtm`` of a 384-d matrix took 3-7 CPU-s (13-27 s) with 2 threads at load 11 on
+    2 CPUs, 0.05 CPU-s with 1."""
+    global _modules_seen
+    if len(sys.modules) == _modules_seen:
+        return
+    _modules_seen = len(sys.modules)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(threads)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks",
@@ -744,11 +773,11 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         walls[w.name] = time.perf_counter() - t0
         progress.done(walls[w.name], new)
         rows.extend(new)
-    wall = budget.elapsed()
+    wall, cpu = budget.elapsed(), time.process_time()  # CPU: the whole process so far, imports included
 
     out.write(f"device: {where}" + (" (CUDA-synchronized times)" if device.type == "cuda" else "") + "\n")
     out.write(format_table(rows) + "\n")
-    out.write(f"\n{len(selected)} workloads in {wall:.1f} s ({'quick' if args.quick else 'full'} run, "
+    out.write(f"\n{len(selected)} workloads in {wall:.1f} s, {cpu:.0f} CPU-s ({'quick' if args.quick else 'full'} run, "
               f"device {where}, {_threads(machine['threads'])}, {machine['cpu']}, "
               f"{'device ' if device.type != 'cpu' else ''}memory bandwidth {bandwidth['gbps']:.1f} GB/s). "
               "peer/fm > 1: fmetrics is faster. Times: median ±half the interquartile range.\n")
@@ -782,6 +811,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         "machine": machine,
         "bandwidth": bandwidth,
         "wall_s": wall,
+        "cpu_s": cpu,
         "interrupted": interrupted,
         "import_errors": [{"module": m, "error": e} for m, e in import_errors],
         "rows": rows,

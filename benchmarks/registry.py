@@ -23,6 +23,8 @@ a row (time, ratio peer/fmetrics, largest absolute difference of the values).
 * A contender whose package is missing raises ``ImportError`` (while building
   the workload, or when its callable first runs), maps to ``None``, or is
   named in ``peers=`` but absent from the dict: its row is reported as skipped.
+  A peer the builder leaves out of this run on purpose maps to `Skip("why")`
+  (e.g. ``Skip("full run only: ...")`` when ``quick``): skipped, with that reason.
 * ``samples`` / ``bytes``: an int, or ``f(quick) -> int``. They give the
   throughput (samples/s) and, for streaming workloads, the fraction of the
   machine's memory bandwidth (``bytes`` = what one pass must read). A plain
@@ -43,7 +45,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 import torch
 
-__all__ = ["Workload", "Measured", "Unsupported", "register", "WORKLOADS", "BASELINE", "fmetrics_run",
+__all__ = ["Workload", "Measured", "Skip", "Unsupported", "register", "WORKLOADS", "BASELINE", "fmetrics_run",
            "torchmetrics_run", "on_device"]
 
 BASELINE = "fmetrics"
@@ -53,6 +55,13 @@ Size = Union[int, Callable[[bool], int], None]
 
 class Unsupported(Exception):
     """Raised by a builder that cannot run on the requested device; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Skip:
+    """A peer the builder leaves out of this run; ``reason`` is shown in its (skipped) row."""
+
+    reason: str
 
 
 @dataclasses.dataclass(frozen=True)

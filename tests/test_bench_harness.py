@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks import harness
-from benchmarks.registry import Measured, Workload
+from benchmarks.registry import Measured, Skip, Workload
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE_BANDWIDTH = {"read_gbps": 10.0, "copy_gbps": 8.0, "gbps": 10.0, "buffer_bytes": 1}
@@ -536,6 +536,45 @@ def test_a_full_only_workload_is_skipped_by_quick_runs_saying_why(tmp_path):
     (row,) = json.loads(path.read_text())["rows"]
     assert rc == 0 and built == [] and row["status"] == "skipped"
     assert row["reason"] == "full run only: it spawns processes"
+
+
+def test_a_peer_the_builder_skips_is_reported_with_its_reason(tmp_path):
+    def build(quick):
+        return {"fmetrics": lambda: 1.0, "ranx": Skip("full run only: it compiles") if quick else lambda: 1.0}
+
+    rc, _, _, rep = _report(tmp_path, [], {"t/jit": _workload("t/jit", build, peers=("ranx",))})
+    (row,) = rep["rows"]
+    assert rc == 0 and (row["peer"], row["status"], row["reason"]) == ("ranx", "skipped", "full run only: it compiles")
+
+
+def test_over_budget_a_cheap_contender_is_timed_warm_not_on_its_first_call():
+    """Over the run's budget (share 0) each contender whose first call took under ``floor_s / 2`` still gets
+    one timed call: a first call (lazy imports) is no timing; a slower one keeps its first call as its time."""
+    calls = {"fmetrics": 0, "slow": 0}
+
+    def contender(name, first, warm):
+        def run():
+            calls[name] += 1
+            return Measured(1.0, seconds=first if calls[name] == 1 else warm)
+        return run
+
+    budget = harness.Budget(True)
+    budget.total_s = 0.0  # over budget from the start
+    w = _workload("t/over", lambda quick: {"fmetrics": contender("fmetrics", 0.1, 0.01),
+                                           "slow": contender("slow", budget.floor_s, 0.01)})
+    (row,) = harness.run_workload(w, True, budget, 1, None)
+    assert row["baseline"]["times_s"] == [0.01] and row["first_calls"] == ["slow"]
+    assert row["peer_stats"]["times_s"] == [budget.floor_s] and calls == {"fmetrics": 2, "slow": 1}
+
+
+def test_match_pools_gives_the_blas_pools_torchs_thread_count(monkeypatch):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import numpy  # noqa: F401 - its OpenBLAS pool
+
+    monkeypatch.setattr(harness, "_modules_seen", 0)
+    with threadpoolctl.threadpool_limits(limits=None):  # restores the pools' sizes on exit
+        harness.match_pools(1)
+        assert {p["num_threads"] for p in threadpoolctl.threadpool_info()} == {1}
 
 
 def test_a_busy_machine_gives_the_rounds_a_smaller_budget():
