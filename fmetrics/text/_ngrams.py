@@ -95,27 +95,37 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return np.where(keys[pos] == query, values[pos], 0)
 
 
-def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: int,
-                   n_max: int) -> np.ndarray:
+def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: int, n_max: int,
+                   hyp_set: np.ndarray | None = None) -> np.ndarray:
     """BLEU's clipped matches ``(n_hyp, n_max)``: per hypothesis and order n, ``sum_g min(count of g in the
     hypothesis, max over its references of the count of g)`` over its n-grams ``g``.
 
     ``tok``: non-negative word ids (``T * (max id + 1) < 2**63``) of the segments end to end, the ``n_hyp``
-    hypotheses first, then the references (``owner[r]``: the hypothesis of reference ``r``, non-decreasing). One
-    argsort per order of ``(gram, hypothesis, slot)`` keys (slot 0: the hypothesis, ``k``: its k-th reference)
-    gives the counts by run lengths and the compact gram ids of the next order.
+    hypotheses first, then the references. ``owner[r]``: the reference set of reference ``r`` (non-decreasing);
+    ``hyp_set[h]``: the set that clips hypothesis ``h`` (default ``h``: ``owner[r]`` is then the hypothesis of
+    ``r``), so hypotheses sharing references (two systems) count those once. One argsort per order of
+    ``(gram, set, slot)`` keys (slots ``0 .. M-1``: the set's hypotheses, ``M + k``: its k-th reference) gives
+    the counts by run lengths and the compact gram ids of the next order.
     """
     H, T = n_hyp, tok.size
     num = np.zeros((H, n_max), dtype=np.int64)
     if H == 0 or T == 0:
         return num
+    hyp_set = np.arange(H, dtype=np.int64) if hyp_set is None else hyp_set
+    by_set = np.argsort(hyp_set, kind="stable")
+    rank = np.empty(H, dtype=np.int64)  # a hypothesis' slot among those of its set
+    rank[by_set] = np.arange(H) - np.searchsorted(hyp_set[by_set], hyp_set[by_set])
+    M = int(rank.max()) + 1
+    ref_slot = M + np.arange(owner.size) - np.searchsorted(owner, owner)
+    K = int(ref_slot.max(initial=M - 1)) + 1
+    S = int(max(hyp_set.max(), owner.max(initial=0))) + 1
     seg = np.repeat(np.arange(lens.size, dtype=np.int64), lens)
     remaining = np.repeat(np.cumsum(lens), lens) - np.arange(T, dtype=np.int64)
-    slot = np.r_[np.zeros(H, dtype=np.int64), np.arange(owner.size) - np.searchsorted(owner, owner) + 1]
-    K = int(slot.max()) + 1
-    group = (np.r_[np.arange(H, dtype=np.int64), owner] * K + slot)[seg]  # (hypothesis, slot) of a position
-    HK = H * K
-    group_hyp, group_slot = np.repeat(np.arange(H, dtype=np.int64), K), np.tile(np.arange(K, dtype=np.int64), H)
+    group = np.r_[hyp_set * K + rank, owner * K + ref_slot][seg]  # (set, slot) of a position
+    SK = S * K
+    group_hyp = np.full(SK, -1, dtype=np.int64)  # the hypothesis of a (set, slot) group; -1: a reference
+    group_hyp[hyp_set * K + rank] = np.arange(H)
+    group_set = np.repeat(np.arange(S, dtype=np.int64), K)
     V = int(tok.max()) + 1
     gid, bound = tok, V
     for n in range(1, n_max + 1):
@@ -126,23 +136,26 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
             key, bound = gid[idx] * V + tok[idx + n - 1], bound * V
         else:
             key = gid
-        if bound * HK >= 1 << 62:  # compact the keys first (ids < T) so that the packed key fits in int64
+        if bound * SK >= 1 << 62:  # compact the keys first (ids < T) so that the packed key fits in int64
             _, key = np.unique(key, return_inverse=True)
             bound = int(key.max()) + 1
-        order = np.argsort(key * HK + group[idx])
+        order = np.argsort(key * SK + group[idx])
         pos = idx[order]
         key, grp = key[order], group[pos]
         new_gram = np.r_[False, key[1:] != key[:-1]]
         gid = np.empty(T, dtype=np.int64)  # compact gram ids (in sorted order) for the next order
         gid[pos] = np.cumsum(new_gram)
         bound = int(gid[pos[-1]]) + 1
-        starts = np.flatnonzero(new_gram | np.r_[True, grp[1:] != grp[:-1]])  # runs of one (gram, hyp, slot)
+        starts = np.flatnonzero(new_gram | np.r_[True, grp[1:] != grp[:-1]])  # runs of one (gram, set, slot)
         counts = np.diff(np.r_[starts, key.size])
-        hyp, kind = group_hyp[grp[starts]], group_slot[grp[starts]]
-        first = np.flatnonzero(new_gram[starts] | np.r_[True, hyp[1:] != hyp[:-1]])  # one (gram, hypothesis)
-        in_hyp = np.where(kind[first] == 0, counts[first], 0)
-        in_refs = np.maximum.reduceat(np.where(kind > 0, counts, 0), first)
-        num[:, n - 1] = np.bincount(hyp[first], weights=np.minimum(in_hyp, in_refs), minlength=H)
+        hyp, gset = group_hyp[grp[starts]], group_set[grp[starts]]
+        first = new_gram[starts]  # the first run of a (gram, set)
+        first[0] = True
+        first[1:] |= gset[1:] != gset[:-1]
+        in_refs = np.maximum.reduceat(np.where(hyp < 0, counts, 0), np.flatnonzero(first))
+        mine = hyp >= 0
+        block = np.cumsum(first) - 1  # a run's (gram, set)
+        num[:, n - 1] = np.bincount(hyp[mine], weights=np.minimum(counts[mine], in_refs[block[mine]]), minlength=H)
     return num
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from itertools import chain
+from collections import defaultdict
+from itertools import chain, count
 from typing import Any, Literal, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -39,41 +40,49 @@ class BleuState(NamedTuple):
     sentences: torch.Tensor
 
 
-def bleu_rows(hyps: list, refs: list, per_hyp: np.ndarray, n_gram: int) -> dict:
+def bleu_rows(hyps: list, refs: list, per_set: np.ndarray, n_gram: int, hyp_set: np.ndarray | None = None) -> dict:
     """Per-sentence sufficient statistics of ``hyps`` (strings of whitespace-separated tokens) against ``refs``
-    (such strings, ``per_hyp[i]`` of them for hypothesis ``i``, in order): ``preds_len`` and ``target_len``
-    ``(H,)``, ``numerator`` and ``denominator`` ``(H, n_gram)``, ``sentences`` ones -- the batch's
-    statistics are their sums."""
-    owner = np.repeat(np.arange(len(hyps), dtype=np.int64), per_hyp)
-    tok, lens = _ngrams.encode_texts([*hyps, *refs])
+    (such strings: the reference sets end to end, ``per_set[s]`` in set ``s``; hypothesis ``h`` has set
+    ``hyp_set[h]``, default ``h``): ``preds_len`` and ``target_len`` ``(H,)``, ``numerator`` and ``denominator``
+    ``(H, n_gram)``, ``sentences`` ones -- the batch's statistics are their sums."""
     H = len(hyps)
+    hyp_set = np.arange(H, dtype=np.int64) if hyp_set is None else hyp_set
+    tok, lens = _ngrams.encode_texts([*hyps, *refs])
     hyp_len, ref_lens = lens[:H], lens[H:]
-    # closest reference length per hypothesis, ties to the shorter: minimize (|c - r|, r)
-    if len(ref_lens):
-        score = np.abs(hyp_len[owner] - ref_lens) * (1 << 32) + ref_lens
+    # closest reference length per hypothesis, ties to the shorter: minimize (|c - r|, r) over (h, r) pairs
+    n_refs = per_set[hyp_set]
+    owner = np.repeat(np.arange(H, dtype=np.int64), n_refs)
+    ref = np.repeat((np.cumsum(per_set) - per_set)[hyp_set] - (np.cumsum(n_refs) - n_refs), n_refs) + \
+        np.arange(owner.size)
+    if owner.size:
+        score = np.abs(hyp_len[owner] - ref_lens[ref]) * (1 << 32) + ref_lens[ref]
         order = np.lexsort((score, owner))
         first = np.r_[True, owner[order][1:] != owner[order][:-1]]
-        closest = ref_lens[order][first]
+        closest = ref_lens[ref[order][first]]
     else:
         closest = np.zeros(0, dtype=np.int64)
-    num = _ngrams.clipped_orders(tok, lens, owner, H, n_gram)
+    ref_set = np.repeat(np.arange(per_set.size, dtype=np.int64), per_set)
+    num = _ngrams.clipped_orders(tok, lens, ref_set, H, n_gram, hyp_set)
     den = np.maximum(hyp_len[:, None] - np.arange(n_gram), 0)  # a hypothesis of c words has c - n + 1 n-grams
     return {"preds_len": hyp_len, "target_len": closest, "numerator": num, "denominator": den,
             "sentences": np.ones(H, dtype=np.int64)}
 
 
 def _family(name: str, n_gram: int, tokenize_all, key):
-    """``tokenize_all(sentences)``: each sentence's tokens as one string, separated by whitespace. A text given
-    more than once (the references of two systems scored together) is tokenized once."""
+    """``tokenize_all(sentences)``: each sentence's tokens as one string, separated by whitespace. Hypotheses
+    with the same references (two systems scored together) share them: each text is tokenized once and each
+    reference set counted once."""
     def rows(preds: Any, target: Any) -> dict:
         hyps = sentences(name, "preds", preds)
         refs = references(name, "target", target, len(hyps))
-        per_hyp = np.fromiter(map(len, refs), dtype=np.int64, count=len(refs))
-        texts = [*hyps, *chain.from_iterable(refs)]
+        sets = defaultdict(count().__next__)  # a new reference set gets the next id
+        hyp_set = np.fromiter(map(sets.__getitem__, map(tuple, refs)), dtype=np.int64, count=len(refs))
+        per_set = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+        texts = [*hyps, *chain.from_iterable(sets)]
         distinct = dict.fromkeys(texts)
         tokens = dict(zip(distinct, tokenize_all(list(distinct))))
         texts = list(map(tokens.__getitem__, texts))
-        return bleu_rows(texts[:len(hyps)], texts[len(hyps):], per_hyp, n_gram)
+        return bleu_rows(texts[:len(hyps)], texts[len(hyps):], per_set, n_gram, hyp_set)
 
     return counts_family("bleu", key, BleuState, rows=rows, shapes={"numerator": (n_gram,), "denominator": (n_gram,)})
 
@@ -100,6 +109,19 @@ def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequ
         log_p += w * math.log(m / t)
     bp = 1.0 if c >= r else (math.exp(1 - r / c) if c > 0 else 0.0)
     return bp * math.exp(log_p)
+
+
+def replicate_values(metric: Metric, stacked: BleuState) -> torch.Tensor:
+    """``(R,)`` float64: the value of each of ``R`` stacked states (every field with a leading replicate axis) of a
+    `bleu_score` / `sacre_bleu_score` as its recipe made it -- its finalize on each, from one host copy of the
+    statistics (the paired tests' replicates)."""
+    args = metric.recipe.arguments
+    w = _weights(metric.name, args["n_gram"], args["weights"])
+    values = [bleu_from_stats(c, r, num, den, w, bool(args["smooth"])) if n else math.nan
+              for c, r, num, den, n in zip(*(x.tolist() for x in stacked))]
+    if not all(stacked.sentences.tolist()):
+        empty(metric.name, 0)
+    return torch.tensor(values, dtype=torch.float64)
 
 
 def _metric(name, fam, n_gram, smooth, weights) -> Metric:

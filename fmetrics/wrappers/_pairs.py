@@ -115,6 +115,20 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
                               metric.init())
         return _rows.per_row(metric, tags, inputs, {})
 
+    def both_rows(in_a, in_b, n):
+        """Both systems' row increments: one `host_rows` call over the two batches end to end where the metric has
+        one (what they share, BLEU's references, is processed once); on bad input each system's own call raises
+        its own message."""
+        joined = tuple(_joined(x, y) for x, y in zip(in_a, in_b))
+        if metric.host_rows is None or any(x is None for x in joined):
+            return rows_of(in_a, n), rows_of(in_b, n)
+        try:
+            both = rows_of(joined, 2 * n)
+        except Exception:
+            rows_of(in_a, n), rows_of(in_b, n)
+            raise
+        return tree_map(lambda x: x[:n], both), tree_map(lambda x: x[n:], both)
+
     def add(reps, rows, w, append=True):
         """Both systems' replicates ``reps`` with ``rows`` added ``w`` times: one matmul for both. Cat fields get
         the rows appended once (``append``): each system's cat chunks hold its own rows."""
@@ -149,7 +163,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             raise validation.fail(name, "ids", f"an integer tensor of shape ({n},), one id per row of the other "
                                   "inputs", f"{type(ids).__name__} {tuple(getattr(ids, 'shape', ()))}")
         if host_sums and n:  # host data: each sentence's statistics once, the plain states their sums
-            rows_a, rows_b = rows_of(in_a, n), rows_of(in_b, n)
+            rows_a, rows_b = both_rows(in_a, in_b, n)
             ones = torch.ones(n, dtype=torch.int64)
             a, b = _rows.add_rows(tags, state.a, rows_a, ones), _rows.add_rows(tags, state.b, rows_b, ones)
         else:
@@ -223,6 +237,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         if per_query is not None:
             return summary(metric.finalize(state.a), metric.finalize(state.b), *weighted_queries(state))
         value_a, value_b = metric.finalize(state.a), metric.finalize(state.b)  # bad input: its true count first
+        if all_at_once is not None:
+            return summary(value_a, value_b, all_at_once(state.reps_a), all_at_once(state.reps_b))
         reps_a, reps_b = [], []
         for r, (own, other) in enumerate(replicate_counts(state)):
             rep_a = replicate(state.reps_a, state.reps_b, r, own, other)
@@ -232,6 +248,8 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             reps_a.append(metric.finalize(rep_a))
             reps_b.append(metric.finalize(rep_b))
         return summary(value_a, value_b, _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
+
+    all_at_once = _replicate_values(metric)
 
     def num_rows(every):
         if not metric.host_input:
@@ -264,6 +282,25 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
                   state_key=key, reductions=reductions, check=check, is_differentiable=False,
                   host_input=metric.host_input)
+
+
+def _replicate_values(metric: Metric) -> Callable[[Any], torch.Tensor] | None:
+    """``values(stacked) -> (R,)``: every replicate's value in one call where the metric's module computes them so
+    (BLEU, as its factory made it: no replaced field), else ``None`` (one finalize per replicate)."""
+    if metric.recipe is not None and metric.recipe.module == "fmetrics.text.bleu":
+        from fmetrics.text.bleu import replicate_values
+
+        return lambda stacked: replicate_values(metric, stacked)
+    return None
+
+
+def _joined(x, y):
+    """``x`` and ``y`` end to end (lists, tuples, tensors), ``x`` where it is ``y``, ``None`` where neither holds."""
+    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+        return [*x, *y]
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() >= 1:
+        return torch.cat([x, y])
+    return x if x is y else None
 
 
 def _has_rows(x) -> bool:
