@@ -201,7 +201,7 @@ def device_of(tree) -> Optional[torch.device]:
 
 def _strings(x) -> bool:
     """A list or tuple of strings only (text inputs): a leaf without tensors, checked in one C loop (`str.join`)."""
-    if type(x) not in (list, tuple):
+    if type(x) not in (list, tuple) or not x or type(x[0]) is not str:  # tensors and the rest: pytree's walk
         return False
     try:
         "".join(x)
