@@ -159,14 +159,14 @@ class FIDState(NamedTuple):
 
 
 def _moments(n, s, outer):
-    n = n.to(torch.float64)
+    """``(mu, S)``: the mean and the unbiased covariance ``(sum f f^T - n mu mu^T) / (n - 1)``, in one pass."""
+    n = float(n)
     mu = s / n
-    cov = (outer - n * torch.outer(mu, mu)) / (n - 1)
-    return mu, (cov + cov.T) / 2
+    return mu, torch.addr(outer, mu, mu, beta=1 / (n - 1), alpha=-n / (n - 1))
 
 
 _TILE = 256  # tile width of the lower-triangle congruence
-_BLOCK = 64  # pivoted Cholesky columns formed between two updates of the Schur complement
+_BLOCK = 128  # pivoted Cholesky columns formed between two updates of the Schur complement
 
 
 def _congruence_lower(factor: torch.Tensor, s: torch.Tensor, tile: int = _TILE) -> torch.Tensor:
@@ -186,11 +186,6 @@ def _congruence_lower(factor: torch.Tensor, s: torch.Tensor, tile: int = _TILE) 
     return m
 
 
-def _swap(t: torch.Tensor, i: int, j: int) -> None:
-    """Swaps rows ``i`` and ``j`` of ``t`` (a view writes through) in place."""
-    t[[i, j]] = t[[j, i]]
-
-
 def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
     """``(G, order)`` with ``a[order][:, order] = G G^T`` up to round-off; ``G`` ``(d, k)`` lower trapezoidal, ``k <= rank``.
 
@@ -198,30 +193,39 @@ def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
     the largest diagonal entry of the Schur complement, and it stops after ``rank`` steps or once that entry is
     round-off (``<= d eps max diag(a)``), so a singular ``a`` gets an exact factor of its own rank instead of
     the round-off columns an unpivoted Cholesky would divide by. ``block`` columns at a time are formed from
-    the Schur complement (left-looking), then one matmul updates it. E.g. ``a = x x^T`` with ``x`` ``(5, 2)``:
-    ``G`` is ``(5, 2)``.
+    the Schur complement of the rows not yet pivoted (left-looking), then one matmul updates it; no row moves
+    until the end. E.g. ``a = x x^T`` with ``x`` ``(5, 2)``: ``G`` is ``(5, 2)``.
     """
-    d = a.shape[0]
-    s, diag = a.clone(), a.diagonal().clone()
-    order = torch.arange(d, device=a.device)
-    g = a.new_zeros(d, rank)
-    tol = d * torch.finfo(a.dtype).eps * float(diag.max())
-    for k in range(0, rank, block):  # s: the Schur complement of rows and columns order[k:]
-        panel = g[k:, k:k + block]
-        for j in range(panel.shape[1]):
-            p = j + int(torch.argmax(diag[k + j:]))
-            if p != j:
-                for t in (s, s.T, g[k:], diag[k:], order[k:]):
-                    _swap(t, j, p)
-            col = s[j:, j] - panel[j:, :j] @ panel[j, :j]
-            pivot = float(col[0])
+    s, diag = a.clone(), a.diagonal().clone()  # the Schur complement of `rows` and its diagonal
+    rows = torch.arange(a.shape[0], device=a.device)
+    g = a.new_zeros(a.shape[0], rank)
+    tol = a.shape[0] * torch.finfo(a.dtype).eps * float(diag.max())
+    pivots = []
+    for k in range(0, rank, block):
+        # the block's columns of G as rows (contiguous); s[p] is column p (s is symmetric)
+        panel, live, local = a.new_zeros(min(block, rank - k), rows.shape[0]), a.new_ones(rows.shape[0]), []
+        for j in range(panel.shape[0]):
+            p = int(torch.argmax(diag))
+            col = torch.addmv(s[p], panel[:j].T, panel[:j, p], alpha=-1)
+            pivot = float(col[p])
             if not pivot > tol:  # the rest is round-off
-                return g[:, :k + j], order
-            panel[j:, j] = col / pivot ** 0.5
-            diag[k + j:] -= panel[j:, j] ** 2
-        width = panel.shape[1]
-        s = torch.addmm(s[width:, width:], panel[width:], panel[width:].T, alpha=-1)
-    return g, order
+                break
+            panel[j] = col.mul_(live).div_(pivot ** 0.5)  # rows pivoted before stay 0: G[order] is trapezoidal
+            diag.addcmul_(panel[j], panel[j], value=-1)
+            diag[p], live[p] = -float("inf"), 0.0
+            local.append(p)
+        g[rows, k:k + panel.shape[0]] = panel.T
+        pivots.append(rows[local])
+        m = rows.shape[0] - len(local)
+        inside, behind = [i for i in local if i < m], (live[m:].nonzero()[:, 0] + m).tolist()
+        for t in (s, s.T, panel.T, diag, rows):  # the block's pivots swap places with the last other rows
+            t[inside + behind] = t[behind + inside]
+        s, diag, rows = s[:m, :m], diag[:m], rows[:m]  # views: nothing is copied
+        if len(local) < panel.shape[0]:
+            break
+        s.addmm_(panel[:, :m].T, panel[:, :m], alpha=-1)
+    order = torch.cat(pivots + [rows])
+    return g[order, :order.shape[0] - rows.shape[0]], order
 
 
 def frechet_distance(mu1, sigma1, mu2, sigma2, n1: Optional[int] = None, n2: Optional[int] = None) -> torch.Tensor:
@@ -247,7 +251,7 @@ def frechet_distance(mu1, sigma1, mu2, sigma2, n1: Optional[int] = None, n2: Opt
         factor, info = torch.linalg.cholesky_ex(sigma1)
     if int(info) != 0:
         factor, order = _pivoted_cholesky(sigma1, r1)
-        sigma2 = sigma2[order][:, order]
+        sigma2 = sigma2.index_select(0, order).index_select(1, order)
     eig = torch.linalg.eigvalsh(_congruence_lower(factor, sigma2), UPLO="L")
     return rest - 2 * eig.clamp(min=0).sqrt().sum()
 
