@@ -105,7 +105,8 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
     ``hyp_set[h]``: the set that clips hypothesis ``h`` (default ``h``: ``owner[r]`` is then the hypothesis of
     ``r``), so hypotheses sharing references (two systems) count those once. One argsort per order of
     ``(gram, set, slot)`` keys (slots ``0 .. M-1``: the set's hypotheses, ``M + k``: its k-th reference) gives
-    the counts by run lengths and the compact gram ids of the next order.
+    the counts by run lengths and the compact gram ids of the next order; the next order only extends the
+    n-grams found in both a hypothesis and a reference of one set (no other can match).
     """
     H, T = n_hyp, tok.size
     num = np.zeros((H, n_max), dtype=np.int64)
@@ -127,35 +128,40 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
     group_hyp[hyp_set * K + rank] = np.arange(H)
     group_set = np.repeat(np.arange(S, dtype=np.int64), K)
     V = int(tok.max()) + 1
-    gid, bound = tok, V
+    idx, gid, bound = np.arange(T, dtype=np.int64), np.empty(T, dtype=np.int64), V
     for n in range(1, n_max + 1):
-        idx = np.flatnonzero(remaining >= n)
+        if n > 1:  # the n-grams that start where an (n-1)-gram that may match did
+            idx = idx[remaining[idx] >= n]
         if idx.size == 0:
             break
-        if n > 1:
-            key, bound = gid[idx] * V + tok[idx + n - 1], bound * V
-        else:
-            key = gid
+        key = tok[idx] if n == 1 else gid[idx] * V + tok[idx + n - 1]
+        bound = V if n == 1 else bound * V
         if bound * SK >= 1 << 62:  # compact the keys first (ids < T) so that the packed key fits in int64
             _, key = np.unique(key, return_inverse=True)
             bound = int(key.max()) + 1
         order = np.argsort(key * SK + group[idx])
-        pos = idx[order]
-        key, grp = key[order], group[pos]
-        new_gram = np.r_[False, key[1:] != key[:-1]]
-        gid = np.empty(T, dtype=np.int64)  # compact gram ids (in sorted order) for the next order
-        gid[pos] = np.cumsum(new_gram)
+        pos, key = idx[order], key[order]
+        grp = group[pos]
+        new_gram = np.r_[True, key[1:] != key[:-1]]
+        gid[pos] = np.cumsum(new_gram)  # compact gram ids (in sorted order) for the next order
         bound = int(gid[pos[-1]]) + 1
         starts = np.flatnonzero(new_gram | np.r_[True, grp[1:] != grp[:-1]])  # runs of one (gram, set, slot)
         counts = np.diff(np.r_[starts, key.size])
         hyp, gset = group_hyp[grp[starts]], group_set[grp[starts]]
-        first = new_gram[starts]  # the first run of a (gram, set)
-        first[0] = True
+        first = new_gram[starts]  # the first run of a (gram, set): a hypothesis' run if it has one
         first[1:] |= gset[1:] != gset[:-1]
-        in_refs = np.maximum.reduceat(np.where(hyp < 0, counts, 0), np.flatnonzero(first))
-        mine = hyp >= 0
+        heads = np.flatnonzero(first)
         block = np.cumsum(first) - 1  # a run's (gram, set)
-        num[:, n - 1] = np.bincount(hyp[mine], weights=np.minimum(counts[mine], in_refs[block[mine]]), minlength=H)
+        if K - M == 1:  # one reference per set: a block's reference run is its last run, if any
+            last = np.r_[heads[1:], starts.size] - 1
+            in_refs = np.where(hyp[last] < 0, counts[last], 0)
+        else:
+            in_refs = np.maximum.reduceat(np.where(hyp < 0, counts, 0), heads)
+        mine = hyp >= 0
+        num[:, n - 1] = np.bincount(hyp[mine], weights=np.minimum(counts, in_refs[block])[mine], minlength=H)
+        # only an n-gram found in a hypothesis and a reference of one set can start a longer one that matches
+        both = (in_refs > 0) & (hyp[heads] >= 0)
+        idx = pos[np.repeat(both[block], counts)]
     return num
 
 
