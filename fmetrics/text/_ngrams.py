@@ -32,12 +32,17 @@ def encode_words(sents: Iterable[Sequence[str]]) -> tuple[np.ndarray, np.ndarray
 
 
 def encode_texts(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """`encode_words` of ``[t.split() for t in texts]`` without a list per sentence (the tokens of the
-    texts joined by a space are the texts' tokens end to end)."""
-    lens = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
+    """`encode_words` of ``[t.split() for t in texts]`` without a list per sentence: the texts joined by a marker
+    token ``"\\x00"`` are split once, the markers' positions giving the lengths (a text holding the marker: one
+    split per text gives them). Ids are compact but for the marker's."""
     vocab = defaultdict(count().__next__)
-    ids = np.fromiter(map(vocab.__getitem__, " ".join(texts).split()), dtype=np.int64, count=int(lens.sum()))
-    return ids, lens
+    joined = " \x00 ".join(texts)
+    if joined.count("\x00") != len(texts) - 1 or not texts:
+        lens = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
+        return np.fromiter(map(vocab.__getitem__, " ".join(texts).split()), dtype=np.int64), lens
+    ids = np.fromiter(map(vocab.__getitem__, joined.split()), dtype=np.int64)
+    marker = ids == vocab["\x00"]
+    return ids[~marker], np.diff(np.flatnonzero(marker), prepend=-1, append=ids.size) - 1
 
 
 def encode_chars(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
