@@ -354,6 +354,11 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
 
     if quick and w.full_only:
         return [row(None, "skipped", f"full run only: {w.full_only}")]
+    # what is alive between workloads (modules, caches) lives on: frozen, later collections skip it (a full
+    # collection of it takes 0.17 CPU-s once torchmetrics, SciPy... are imported), so the collection before
+    # each timed call scans this workload's objects only; `main` unfreezes them at the end of the run
+    gc.collect()
+    gc.freeze()
     progress("building data")
     torch.manual_seed(0)
     np.random.seed(0)
@@ -409,32 +414,27 @@ def run_workload(w: Workload, quick: bool, budget: Budget, workloads_left: int, 
     for name in first_calls:  # too slow for another call: the warm-up is its one timing
         times[name].append(warmup[name])
     rounds = 0
-    gc.collect()
-    gc.freeze()  # what exists now (modules, data) is not rescanned: a collection per call stays cheap
-    try:
-        while True:
-            active = [n for n in live if len(times[n]) < caps[n]]
-            cheap = all(budget.cheap(warmup[n], share) for n in active)
-            # the next round's cost: the contenders still active, each at its latest call (a slow peer given
-            # its one warm call no longer counts once it has had it)
-            next_round = sum(times[n][-1] if times[n] else warmup[n] for n in active)
-            if not active or not ((cheap and rounds < budget.min_rounds)
-                                  or budget.another_round(rounds, time.perf_counter() - t_timing, next_round, share)):
-                break
-            order = active[rounds % len(active):] + active[:rounds % len(active)]
-            for name in order:
-                progress(f"round {rounds + 1}: {name}")
-                gc.collect()
-                try:
-                    _, t = _timed(runs[name], device)
-                except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
-                    errors[name] = _short_error(e)
-                    live.remove(name)
-                    continue
-                times[name].append(t)
-            rounds += 1
-    finally:
-        gc.unfreeze()
+    while True:
+        active = [n for n in live if len(times[n]) < caps[n]]
+        cheap = all(budget.cheap(warmup[n], share) for n in active)
+        # the next round's cost: the contenders still active, each at its latest call (a slow peer given
+        # its one warm call no longer counts once it has had it)
+        next_round = sum(times[n][-1] if times[n] else warmup[n] for n in active)
+        if not active or not ((cheap and rounds < budget.min_rounds)
+                              or budget.another_round(rounds, time.perf_counter() - t_timing, next_round, share)):
+            break
+        order = active[rounds % len(active):] + active[:rounds % len(active)]
+        for name in order:
+            progress(f"round {rounds + 1}: {name}")
+            gc.collect()
+            try:
+                _, t = _timed(runs[name], device)
+            except Exception as e:  # noqa: BLE001 - a contender failing late is an error row
+                errors[name] = _short_error(e)
+                live.remove(name)
+                continue
+            times[name].append(t)
+        rounds += 1
     wall, cpu = time.perf_counter() - t_start, time.process_time() - c_start
 
     samples, nbytes = w.size("samples", quick), w.size("bytes", quick)
@@ -773,6 +773,7 @@ def main(argv=None, workloads: Optional[Mapping[str, Workload]] = None, out=None
         walls[w.name] = time.perf_counter() - t0
         progress.done(walls[w.name], new)
         rows.extend(new)
+    gc.unfreeze()  # what `run_workload` froze
     wall, cpu = budget.elapsed(), time.process_time()  # CPU: the whole process so far, imports included
 
     out.write(f"device: {where}" + (" (CUDA-synchronized times)" if device.type == "cuda" else "") + "\n")
