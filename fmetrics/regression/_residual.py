@@ -44,7 +44,15 @@ class ResidualSums(NamedTuple):
     invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
-_shifted.pair_types(ResidualState, ResidualSums)
+class SquaresSums(NamedTuple):
+    n: torch.Tensor  # int64 (): rows seen
+    shift: torch.Tensor  # float64 (1, D): the shift K of the target
+    sums: torch.Tensor  # float64 (3, D): sum (t - K), sum (t - K)^2, sum (p - t)^2
+    invalid: validation.Invalid  # non-finite input entries (nan_strategy)
+
+
+_shifted.pair_types(ResidualState, ResidualSums, "residual")
+_shifted.pair_types(ResidualState, SquaresSums, "r2")
 
 
 def centred(state) -> ResidualState:
@@ -52,15 +60,18 @@ def centred(state) -> ResidualState:
     return _shifted.centred(state, ResidualState)
 
 
-def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = False) -> Family:
+def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = False, squares: bool = False) -> Family:
     """The residual-moment state of `r2_score`, `explained_variance` and `relative_squared_error`:
-    shifted sums with the batch in the inputs' dtype (`_shifted`), or with ``exact`` centred moments
-    with float64 batch arithmetic (`_moments.update`)."""
+    shifted sums with the batch in the inputs' dtype (`_shifted`; with ``squares`` the lighter
+    `SquaresSums` of R² and RSE, which need no residual mean), or with ``exact`` centred moments with
+    float64 batch arithmetic (`_moments.update`)."""
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
     if not exact:
-        return _shifted.family("regression.residual_moments", ResidualSums, num_outputs, mode, name, residual=True)
+        if squares:
+            return _shifted.family("regression.residual_squares", SquaresSums, num_outputs, mode, name, "r2")
+        return _shifted.family("regression.residual_moments", ResidualSums, num_outputs, mode, name, "residual")
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())

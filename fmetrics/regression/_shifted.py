@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.family import Family
@@ -45,27 +46,38 @@ from fmetrics.state import accum_dtype
 F32_MAX = float(torch.finfo(torch.float32).max)
 
 
-def init(state_type, num_outputs: int, cross: bool, dtype: torch.dtype):
-    """The empty state (zero count, shift and sums)."""
-    zero = torch.zeros(2, num_outputs, dtype=dtype)
-    return state_type(torch.zeros((), dtype=torch.int64), zero, torch.zeros(5 if cross else 4, num_outputs,
-                                                                             dtype=dtype), validation.invalid_init())
+def init(state_type, num_outputs: int, layout: str, dtype: torch.dtype):
+    """The empty state (zero count, shift and sums) of ``layout``."""
+    shifts, rows = LAYOUTS[layout]
+    return state_type(torch.zeros((), dtype=torch.int64), torch.zeros(shifts, num_outputs, dtype=dtype),
+                      torch.zeros(rows, num_outputs, dtype=dtype), validation.invalid_init())
 
 
-def family(family_name: str, state_type, num_outputs: int, mode: str, name: str, residual: bool) -> Family:
-    """The fast default `Family` over ``state_type`` sums: rows ``(target, residual)`` with ``residual``
-    (R², explained variance, RSE), else ``(preds, target)`` with the cross sum (Pearson, concordance)."""
+# layout: (shifted rows, sums rows). "pair": preds and target with the cross sum (Pearson, concordance);
+# "residual": target and residual (explained variance); "r2": target, then the residual's plain sum of
+# squares (R², RSE: sum (t - p)^2 needs no shift, nothing cancels in it)
+LAYOUTS = {"pair": (2, 5), "residual": (2, 4), "r2": (1, 3)}
+
+
+def family(family_name: str, state_type, num_outputs: int, mode: str, name: str, layout: str) -> Family:
+    """The fast default `Family` over ``state_type`` sums in ``layout`` (`LAYOUTS`): rows ``(preds, target)``
+    for ``"pair"``, else ``(target, residual)``."""
     def step(state, preds, target):
         preds, target = _inputs.pair(name, preds, target)
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
-        x, y = (t, p) if residual else (p, t)
-        return update(state, x, y, residual=residual, mode=mode, name=name, raw=(preds, target))
+        x, y = (p, t) if layout == "pair" else (t, p)
+        return update(shifted(state, state_type), x, y, layout=layout, mode=mode, name=name, raw=(preds, target))
 
     return Family(name=family_name, key=(num_outputs, mode, False),
-                  init=lambda: init(state_type, num_outputs, not residual, accum_dtype()), update=step,
-                  reductions=state_type(n=None, shift=None, sums=None, invalid=None), merge=merge,
-                  weigh_rows=weigh_rows)
+                  init=lambda: init(state_type, num_outputs, layout, accum_dtype()), update=step,
+                  reductions=state_type(n=None, shift=None, sums=None, invalid=None),
+                  merge=lambda a, b: merge(shifted(a, state_type), shifted(b, state_type)), weigh_rows=weigh_rows)
+
+
+def shifted(state, state_type):
+    """``state`` in the shifted layout ``state_type`` (a centred state of `_moments`' layout converted)."""
+    return from_centred(state, state_type) if isinstance(state, _CENTRED_TYPES[0]) else state
 
 
 def _first(z: torch.Tensor) -> torch.Tensor:
@@ -75,32 +87,33 @@ def _first(z: torch.Tensor) -> torch.Tensor:
     return z.clamp(-F32_MAX, F32_MAX).to(torch.float32).to(z.dtype)
 
 
-def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, name: str = "", raw: tuple = ()):
-    """``state`` after the rows of ``(N, D)`` ``x`` and ``y`` (``y - x`` with ``residual``).
+def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name: str = "", raw: tuple = ()):
+    """``state`` after the rows of ``(N, D)`` ``x`` and ``y`` (``y - x`` unless ``layout == "pair"``).
 
     ``mode``: ``"count"`` counts non-finite entries into ``state.invalid`` (on
     CPU in eager mode it raises at once instead, quoting the ``raw`` inputs),
     ``"drop"`` also leaves their rows out, ``"off"`` does neither.
     """
-    if isinstance(state, _CENTRED_TYPES[0]):
-        state = from_centred(state)
     rows = x.shape[0]
     if rows == 0:
         return state
     if mode != "drop" and _host.applies(x, y, state.sums):
-        return _host_update(state, x, y, residual, mode, name, raw)
+        return _host_update(state, x, y, layout, mode, name, raw)
+    if (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
+            and not _inputs.deferred(x, y) and int(state.n) > 0):
+        return _steady(state, x, y, layout, name, raw)
     work = _inputs.work_dtype(state.sums.dtype, x, y, exact=False)
     inv = state.invalid
     eager = mode == "count" and not _inputs.deferred(x, y)
     if eager:  # CPU, eager: the batch sums below tell whether an input is non-finite (then raise)
         mode = "off"
-    host = eager and not (x.requires_grad or y.requires_grad)  # no autograd graph to keep: numpy may help
+        inv = inv._replace(calls=inv.calls + 1)
     if x.dtype != work or y.dtype != work:
         x, y = x.to(work), y.to(work)
     if mode != "off":  # counted ("count"), or counted and left out ("drop")
         inv = _inputs.flag_nonfinite(inv, torch.stack((x, y), 1).reshape(rows, -1))
-    b = torch.sub(y, x) if residual else y
-    count = rows
+    b = y if layout == "pair" else torch.sub(y, x)  # no fused mse_loss here: it specializes traces on the size
+    count, w = rows, None
     if mode == "drop":
         w = (_inputs.row_weights(x) * _inputs.row_weights(b))[:, None]
         x = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
@@ -108,56 +121,76 @@ def update(state, x: torch.Tensor, y: torch.Tensor, residual: bool, mode: str, n
         total = w.sum()
         count = total.to(torch.int64)
         first = torch.stack(((x * w).sum(0), (b * w).sum(0))) / torch.clamp(total, min=1)
-        k = torch.where(state.n > 0, state.shift, _first(first))  # float64 (type promotion)
-    elif host and int(state.n) > 0:  # CPU, eager: a host read decides, the shift comes from numpy
-        k = state.shift
     else:
-        k = torch.where(state.n > 0, state.shift, _first(torch.stack((x[0], b[0]))))
-        host = False
-    kx, kb = (torch.from_numpy(v) for v in k.numpy().astype(NUMPY[work])) if host else k.to(work).unbind(0)
-    a = torch.sub(x, kx)
-    b = b.sub_(kb) if residual else torch.sub(b, kb)
-    if mode == "drop":
-        a, b = a.mul_(w), b.mul_(w)
-    parts = [a.sum(0), b.sum(0)]
-    cross = [(a * b).sum(0)] if state.sums.shape[-2] == 5 else []
-    batch = torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0)] + cross)
+        first = torch.stack((x[0], b[0]))
+    k = torch.where(state.n > 0, state.shift, _first(first[:state.shift.shape[0]]))  # float64 (type promotion)
+    batch = _batch(layout, x, b, k.to(work), w)
     if eager:
         _inputs.check_sum(name, ("preds", "target"), batch.detach().numpy(), *raw)
-    if host:  # the (D,)-sized bookkeeping in numpy: under 1 µs a call where a torch operation costs 1-2 µs
-        inv = inv._replace(calls=_plus(inv.calls, 1))
-        return type(state)(_plus(state.n, count), k, torch.from_numpy(state.sums.numpy() + batch.numpy()), inv)
-    if eager:
-        inv = inv._replace(calls=inv.calls + 1)
     return type(state)(state.n + count, k, torch.add(state.sums, batch), inv)  # float64 by type promotion
+
+
+def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
+    """The batch's sums in the work dtype (rows as in `LAYOUTS`), from ``x`` and ``b`` (preds, or the residual:
+    a fresh buffer; ``None`` with ``rss``, the residual's sum of squares), shifts ``k``, row weights ``w``."""
+    a = torch.sub(x, k[0])
+    if layout != "r2":
+        b = b.sub_(k[1]) if layout == "residual" else torch.sub(b, k[1])
+    if w is not None:
+        a, b = a.mul_(w), b.mul_(w)
+    if layout == "r2":
+        return torch.stack((a.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0) if rss is None else rss))
+    parts = [a.sum(0), b.sum(0)]
+    cross = [(a * b).sum(0)] if layout == "pair" else []
+    return torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0)] + cross)
+
+
+def _steady(state, x, y, layout: str, name: str, raw: tuple):
+    """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
+    dtype, no autograd, ``nan_strategy="error"``): the shift read from the state, the batch's sums in torch,
+    the ``(rows, D)``-sized bookkeeping in numpy (under 1 µs a call where a torch operation costs 1-2 µs)."""
+    k = torch.from_numpy(state.shift.numpy().astype(NUMPY[x.dtype]))
+    if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory
+        batch = _batch(layout, x, None, k, rss=F.mse_loss(y, x, reduction="none").sum(0))
+    else:
+        batch = _batch(layout, x, torch.sub(y, x) if layout == "residual" else y, k)
+    batch = batch.numpy()
+    _inputs.check_sum(name, ("preds", "target"), batch, *raw)
+    inv = state.invalid
+    return type(state)(_plus(state.n, x.shape[0]), state.shift, torch.from_numpy(state.sums.numpy() + batch),
+                       validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1)))
 
 
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
 
 
-def _host_update(state, x, y, residual: bool, mode: str, name: str, raw: tuple):
+def _host_update(state, x, y, layout: str, mode: str, name: str, raw: tuple):
     """`update` of a small CPU batch in numpy (`_host`: ufuncs dispatch in under 1 µs): the same shift and
-    work dtype, one ``(4 or 5, N, D)`` buffer of shifted values, squares and products, one float64 sum."""
+    work dtype, one ``(rows, N, D)`` buffer of shifted values, squares (and products), one float64 sum."""
     dtype = NUMPY[_inputs.work_dtype(state.sums.dtype, x, y, exact=False)]
-    cross = state.sums.shape[-2] == 5
+    shifts, size = LAYOUTS[layout]
     n = state.n.numpy()
     xs, ys = x.numpy(), y.numpy()
-    buf = np.empty((5 if cross else 4, *xs.shape), dtype=dtype)
+    buf = np.empty((size, *xs.shape), dtype=dtype)
     with np.errstate(all="ignore"):  # non-finite input: raised below ("count") or propagated ("off")
         buf[0] = xs
-        if residual:
-            np.subtract(ys, xs, out=buf[1], dtype=dtype)
-        else:
+        if layout == "pair":
             buf[1] = ys
+        else:
+            np.subtract(ys, xs, out=buf[2 if layout == "r2" else 1], dtype=dtype)
         if n > 0:
             shift = state.shift
             k = shift.numpy().astype(dtype)
         else:  # the first row, as a float32 value (`_first`)
-            k = np.clip(buf[:2, 0], -F32_MAX, F32_MAX).astype(np.float32).astype(dtype)
+            k = np.clip(buf[:shifts, 0], -F32_MAX, F32_MAX).astype(np.float32).astype(dtype)
             shift = torch.from_numpy(k.astype(np.float64))
-        z = np.subtract(buf[:2], k[:, None], out=buf[:2])
-        np.multiply(z, z, out=buf[2:4])
-        if cross:
+        z = np.subtract(buf[:shifts], k[:, None], out=buf[:shifts])
+        if layout == "r2":
+            np.multiply(z[0], z[0], out=buf[1])
+            np.multiply(buf[2], buf[2], out=buf[2])
+        else:
+            np.multiply(z, z, out=buf[2:4])
+        if layout == "pair":
             np.multiply(z[0], z[1], out=buf[4])
         batch = np.add.reduce(buf, 1, dtype=np.float64)
     inv = state.invalid
@@ -174,60 +207,84 @@ def _plus(count: torch.Tensor, k: int) -> torch.Tensor:
 
 def merge(a, b):
     """``a`` and ``b`` on ``a``'s shift (``b``'s when ``a`` is empty), re-based exactly in float64."""
-    if isinstance(a, _CENTRED_TYPES[0]):
-        a = from_centred(a)
-    if isinstance(b, _CENTRED_TYPES[0]):
-        b = from_centred(b)
     k = torch.where(a.n > 0, a.shift, b.shift)
     d = b.shift - k  # 0 when a is empty; b's sums are 0 when b is
     nb = b.n.to(d.dtype)
-    s1 = b.sums[:2]
+    shifts, size = d.shape[-2], a.sums.shape[-2]
+    s1 = b.sums[:shifts]
     parts = [nb * d, d * (2 * s1 + nb * d)]
-    if a.sums.shape[-2] == 5:
+    if size == 5:  # the cross sum
         parts.append((d[0] * s1[1] + d[1] * s1[0] + nb * d[0] * d[1])[None])
+    elif size == 3:  # the plain sum of squares needs no re-basing
+        parts.append(torch.zeros_like(d))
     return type(a)(a.n + b.n, k, a.sums + b.sums + torch.cat(parts), validation.invalid_merge(a.invalid, b.invalid))
 
 
 def centred(state, centred_type):
     """The exact centred view ``centred_type(n, mean, m2[, c_xy], invalid)`` of a shifted state
-    (`_moments`' layout, which the finalizers read); a centred state is returned as it is. Leading
-    dimensions (stacked states) broadcast."""
+    (`_moments`' layout, which the finalizers read); a centred state is returned as it is. In the ``"r2"``
+    layout the residual's moments are about 0 (mean 0, ``M2 = sum e^2``: the same ``RSS = M2 + n mean^2``).
+    Leading dimensions (stacked states) broadcast."""
     if isinstance(state, _CENTRED_TYPES[0]):
         return state
-    sums = state.sums
-    s1 = sums[..., :2, :]
+    sums, shifts = state.sums, state.shift.shape[-2]
+    s1 = sums[..., :shifts, :]
     w = s1 / torch.clamp(state.n, min=1).to(s1.dtype)[..., None, None]
-    fields = [state.n, state.shift + w, torch.clamp(sums[..., 2:4, :] - s1 * w, min=0)]
+    mean, m2 = state.shift + w, torch.clamp(sums[..., shifts:2 * shifts, :] - s1 * w, min=0)
+    if shifts == 1:
+        mean, m2 = torch.cat((mean, torch.zeros_like(mean)), -2), torch.cat((m2, sums[..., 2:, :]), -2)
+    fields = [state.n, mean, m2]
     if sums.shape[-2] == 5:
         fields.append(sums[..., 4, :] - s1[..., 0, :] * w[..., 1, :])
     return centred_type(*fields, state.invalid)
 
 
-def from_centred(state, shifted_type=None):
-    """The shifted state of a centred one (``K`` = its mean rounded to float32; exact up to float64 rounding).
-    Leading dimensions (stacked states) broadcast."""
-    k = torch.where((state.n > 0)[..., None, None], _first(state.mean), 0)
-    d = state.mean - k
-    s1 = state.n.to(d.dtype)[..., None, None] * d
-    parts = [s1, state.m2 + s1 * d]
-    if len(state) == 5:
+def from_centred(state, shifted_type):
+    """The ``shifted_type`` state of a centred one (``K`` = its mean rounded to float32; exact up to float64
+    rounding). Leading dimensions (stacked states) broadcast."""
+    shifts, size = LAYOUTS[_LAYOUT[shifted_type]]
+    mean = state.mean[..., :shifts, :]
+    k = torch.where((state.n > 0)[..., None, None], _first(mean), 0)
+    d = mean - k
+    n = state.n.to(d.dtype)[..., None, None]
+    s1 = n * d
+    parts = [s1, state.m2[..., :shifts, :] + s1 * d]
+    if size == 5:
         parts.append((state.c_xy + s1[..., 0, :] * d[..., 1, :]).unsqueeze(-2))
-    return (shifted_type or _SHIFTED[type(state)])(state.n, k, torch.cat(parts, -2), state.invalid)
+    elif size == 3:  # the residual's sum of squares M2_e + n mean_e^2
+        parts.append(state.m2[..., 1:, :] + n * state.mean[..., 1:, :] ** 2)
+    return shifted_type(state.n, k, torch.cat(parts, -2), state.invalid)
 
 
 def weigh_rows(rows, weights: torch.Tensor):
-    """`Metric.weigh_rows` of a shifted state: `_moments.weigh_rows` of its centred view, shifted back."""
-    centred_type = _CENTRED[type(rows)]
-    return from_centred(_moments.weigh_rows(centred(rows, centred_type), weights), type(rows))
+    """`Metric.weigh_rows` of shifted one-row states ``(B, ...)`` (``n`` 1, or 0 for a row left out): the
+    rows' values ``z = K + S1`` shifted by their mean ``k`` (rounded to float32), ``c = z - k``, and with
+    ``W = weights n`` (``(R, B)``) one contraction gives ``S1 = W c``, ``S2 = W c^2``, ``Sxy = W c_x c_y``
+    and a plain sum of squares ``W RSS`` (layout ``"r2"``): state ``r`` holds row ``i`` ``weights[r, i]``
+    times, exactly as repeated merges."""
+    shifts, size = LAYOUTS[_LAYOUT[type(rows)]]
+    n = rows.n.to(rows.sums.dtype)
+    per_row = 1 / torch.clamp(n, min=1)[:, None, None]
+    z = rows.shift + rows.sums[:, :shifts] * per_row  # (B, S, D)
+    k = _first((z * n[:, None, None]).sum(0) / torch.clamp(n.sum(), min=1))
+    c = z - k
+    parts = [c, c * c]
+    if size == 5:
+        parts.append((c[:, 0] * c[:, 1])[:, None])
+    elif size == 3:
+        parts.append(rows.sums[:, 2:] * per_row)
+    w = weights.to(c.dtype) * n
+    per_row = torch.cat(parts, 1)
+    sums = (w @ per_row.reshape(per_row.shape[0], -1)).reshape(w.shape[0], *per_row.shape[1:])
+    count = w.sum(-1).round().to(rows.n.dtype)
+    return type(rows)(count, k.expand(w.shape[0], *k.shape), sums, _moments._weigh_invalid(rows.invalid, weights))
 
 
-_SHIFTED: dict = {}  # centred state type -> shifted state type (filled by `pair_types`)
-_CENTRED: dict = {}
+_LAYOUT: dict = {}  # shifted state type -> its layout (filled by `pair_types`)
 _CENTRED_TYPES = [()]  # the centred types, as one tuple for isinstance
 
 
-def pair_types(centred_type, shifted_type) -> None:
-    """Declares the exact (centred) and fast (shifted) layouts of one state, for the conversions above."""
-    _SHIFTED[centred_type] = shifted_type
-    _CENTRED[shifted_type] = centred_type
-    _CENTRED_TYPES[0] = tuple(_SHIFTED)
+def pair_types(centred_type, shifted_type, layout: str) -> None:
+    """Declares the exact (centred) and fast (shifted, in ``layout``) forms of one state, for the conversions."""
+    _LAYOUT[shifted_type] = layout
+    _CENTRED_TYPES[0] = tuple(set(_CENTRED_TYPES[0]) | {centred_type})

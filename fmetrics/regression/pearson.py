@@ -39,7 +39,7 @@ class ComomentSums(NamedTuple):
     invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 
-_shifted.pair_types(PearsonState, ComomentSums)
+_shifted.pair_types(PearsonState, ComomentSums, "pair")
 
 
 def centred(state) -> PearsonState:
@@ -54,7 +54,7 @@ def comoments(num_outputs: int, nan_strategy: str, name: str, exact: bool = Fals
     _inputs.check_bool(name, "exact", exact)
     mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
     if not exact:
-        return _shifted.family("regression.comoments", ComomentSums, num_outputs, mode, name, residual=False)
+        return _shifted.family("regression.comoments", ComomentSums, num_outputs, mode, name, "pair")
 
     def init():
         zero = torch.zeros(2, num_outputs, dtype=accum_dtype())

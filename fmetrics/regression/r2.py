@@ -61,7 +61,7 @@ def r2_score(*, adjusted: int = 0, multioutput: Multioutput = "uniform_average",
         raise validation.fail(name, "adjusted", "an int >= 0", repr(adjusted))
     _inputs.check_choice(name, "multioutput", multioutput, _residual.MULTIOUTPUT)
     _inputs.check_bool(name, "exact", exact)
-    fam = _residual.family(num_outputs, nan_strategy, name, exact)
+    fam = _residual.family(num_outputs, nan_strategy, name, exact, squares=True)
 
     def finish(state):
         state = _residual.centred(state)

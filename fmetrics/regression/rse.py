@@ -42,7 +42,7 @@ def relative_squared_error(*, num_outputs: int = 1, squared: bool = True,
     name = "relative_squared_error"
     _inputs.check_bool(name, "squared", squared)
     _inputs.check_bool(name, "exact", exact)
-    fam = _residual.family(num_outputs, nan_strategy, name, exact)
+    fam = _residual.family(num_outputs, nan_strategy, name, exact, squares=True)
 
     def finish(state):
         state = _residual.centred(state)
