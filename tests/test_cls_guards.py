@@ -361,6 +361,41 @@ def test_the_vectorized_argmax_path_obeys_the_transform_laws():
                      else tmf.multiclass_confusion_matrix(p, t, 20), reference_rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_top1_labels_are_torch_argmax_and_count_as_sklearn(dtype):
+    """The eager top-1 path (numpy argmax, then bincount) on ties, infinities and signed zeros and on a
+    non-contiguous batch; its counts (one bincount for 7 / 100 classes, three for 300) against sklearn."""
+    g = torch.Generator().manual_seed(11)
+    for c, ties in ((100, False), (7, True), (300, False)):
+        n = 2**15 // c + 5
+        x = torch.randint(-2, 3, (n, c), generator=g).to(dtype) if ties else torch.randn(n, c, generator=g, dtype=dtype)
+        x[0], x[1], x[2] = float("inf"), -float("inf"), 0.0
+        x[2, c - 1] = -0.0
+        t = torch.randint(0, c, (n,), generator=g)
+        for p in (x, x.t().contiguous().t()):
+            assert torch.equal(_format.top1_labels("m", p, t, c), p.argmax(1))
+        cm = skm.confusion_matrix(t.numpy(), x.argmax(1).numpy(), labels=np.arange(c))
+        tp, fp, fn = np.diag(cm), cm.sum(0) - np.diag(cm), cm.sum(1) - np.diag(cm)
+        want = np.stack([tp, fp, n - tp - fp - fn, fn, tp + fn], 1)
+        for validate in (True, False):  # False: the generic path (argmax_classes, then the same bincounts)
+            got = fm.multiclass_stat_scores(num_classes=c, average="none", validate_args=validate)(x, t)
+            np.testing.assert_array_equal(got.numpy(), want)
+    assert _format.top1_labels("m", x[:100], t[:100], c) is None  # small batches: the generic path
+    assert _format.top1_labels("m", x.half(), t, c) is None
+
+
+def test_top1_path_raises_on_nan_rows_with_the_state_untouched():
+    g = torch.Generator().manual_seed(12)
+    x, t = torch.randn(2**15 // 100 + 1, 100, generator=g), torch.randint(0, 100, (2**15 // 100 + 1,), generator=g)
+    m = fm.multiclass_f1_score(num_classes=100)
+    s0 = m.update(m.init(), x, t)
+    bad = x.clone()
+    bad[3, 7] = bad[9, 0] = bad[9, 50] = float("nan")
+    with pytest.raises(ValueError, match=r"^multiclass_f1_score: preds must not be NaN; found nan \(2 rows\)$"):
+        m.update(s0, bad, t)
+    torch.testing.assert_close(m.finalize(s0), tmf.multiclass_f1_score(x, t, 100).double())
+
+
 def test_classes_absent_from_a_batch_but_present_in_others():
     g = torch.Generator().manual_seed(8)
     t1, p1 = torch.randint(0, 2, (30,), generator=g), torch.randint(0, 2, (30,), generator=g)

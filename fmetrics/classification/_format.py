@@ -70,6 +70,7 @@ __all__ = [
     "sigmoid_if_logits",
     "softmax_if_logits",
     "argmax_classes",
+    "top1_labels",
     "check_ignore_index",
     "check_multidim_average",
     "check_num",
@@ -91,9 +92,10 @@ class Formatted(NamedTuple):
     complete: bool = False  # known without a look at the data: every entry is kept (keep is all True)
 
 
-def flag(inv: validation.Invalid, f: "Formatted") -> validation.Invalid:
-    """``inv`` with this update's offending entries folded in (only the call counter when not counting)."""
-    if f.bad is None:
+def flag(inv: validation.Invalid, f: Optional["Formatted"]) -> validation.Invalid:
+    """``inv`` with this update's offending entries folded in (only the call counter when not counting,
+    or for ``f=None``: inputs the eager check has passed)."""
+    if f is None or f.bad is None:
         return inv._replace(calls=inv.calls + 1)
     return validation.invalid_flag(inv, f.bad, f.bad_values)
 
@@ -233,23 +235,61 @@ def softmax_if_logits(x: torch.Tensor, dim: int = 1) -> torch.Tensor:
 # ------------------------------------------------------------------ multiclass labels
 
 
+def _host_argmax(scores: torch.Tensor, *others: torch.Tensor):
+    """numpy ``(labels, nan)`` of scores ``(N, C)`` where numpy's row ``argmax`` applies, else ``None``.
+
+    It applies on the CPU in eager mode (where `fmetrics.validation` allows host reads, for ``scores``
+    and ``others``) to float32 / float64 scores of at least 2^15 entries (below, the fixed cost per op
+    dominates): numpy's kernel vectorizes where torch's CPU ``max`` / ``argmax`` over the inner axis
+    does not (4096 x 100 float32: ~105 µs against ~560 µs). ``labels`` is the first maximum of each
+    row; numpy ranks a NaN first, as torch does, so ``nan`` (the row holds one) is read from the
+    winning score: no second pass over the scores.
+    """
+    if (scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
+            or not validation.eager_check_applies_to(scores, *others)):
+        return None
+    x = scores.detach().numpy()
+    labels = x.argmax(1)
+    return labels, np.isnan(x.reshape(-1).take(labels + np.arange(0, x.size, x.shape[1])))
+
+
 def argmax_classes(scores: torch.Tensor):
     """``(labels, nan)`` for scores ``(N, C, M)``: ``argmax`` over ``C`` (first maximum on ties) and
     whether the row holds a NaN, both ``(N, M)``.
 
-    Elsewhere one ``torch.max`` over ``C`` gives both (a NaN ranks first). On the CPU in eager mode
-    (where `fmetrics.validation` allows host reads),
-    for float32 / float64 scores without extra dimensions (and not tiny: below 2^15 scores the fixed
-    cost per op dominates), numpy's ``argmax`` finds the labels instead: its kernel vectorizes where
-    torch's CPU ``max`` / ``argmax`` over the inner axis does not (4096 x 100 float32: ~105 µs
-    against ~560 µs). It ranks a NaN first too, so ``nan`` is read from the winning score.
+    One ``torch.max`` over ``C`` gives both (a NaN ranks first); without extra dimensions numpy's
+    row ``argmax`` where it applies (`_host_argmax`).
     """
-    if (scores.shape[2] != 1 or scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
-            or not validation.eager_check_applies_to(scores)):  # CPU, eager, host reads allowed
+    host = _host_argmax(scores[:, :, 0]) if scores.shape[2] == 1 else None
+    if host is None:
         top, labels = scores.max(1)
         return labels, torch.isnan(top)
-    labels = torch.from_numpy(scores[:, :, 0].detach().numpy().argmax(1)).view(-1, 1)
-    return labels, torch.isnan(scores[:, :, 0].gather(1, labels))
+    return tuple(torch.from_numpy(a).view(-1, 1) for a in host)
+
+
+def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classes: int) -> Optional[torch.Tensor]:
+    """The int64 ``argmax`` labels ``(N,)`` of scores ``(N, C)`` against int64 labels ``(N,)``, or
+    ``None`` where numpy's ``argmax`` does not apply (`_host_argmax`) or the layout differs.
+
+    For an update whose eager check has passed on these inputs (every target a label; NaN rows left
+    to the update): a row holding a NaN raises ``ValueError`` here. No formatting beyond the layout
+    test: the scores are read once, by the ``argmax``, then only each row's winner.
+
+    Example::
+
+        >>> top1_labels("m", torch.eye(2**15, 3), torch.zeros(2**15, dtype=torch.long), 3)[:4]
+        tensor([0, 1, 2, 0])
+    """
+    if preds.dim() != 2 or target.dim() != 1 or preds.shape != (target.shape[0], num_classes) or \
+            target.dtype != torch.int64:
+        return None
+    host = _host_argmax(preds, target)
+    if host is None:
+        return None
+    labels, nan = host
+    if nan.any():
+        _raise_nan(name, int(nan.sum()), "row")
+    return torch.from_numpy(labels)
 
 
 # ------------------------------------------------------------------ helpers

@@ -17,8 +17,10 @@ Counting (no host sync):
   predictions are used as they are.
 * multiclass -- ``argmax`` over the class axis; with ``top_k > 1`` the
   prediction is the target if it is among the top ``k`` scores, else the top
-  score (torchmetrics' definition). Counts come from one ``scatter_add``;
-  ``tp, fp, tn, fn`` are derived in ``finalize``.
+  score (torchmetrics' definition). Counts come from one ``scatter_add``, or,
+  when every entry counts, from ``bincount`` (top-1 scores on the eager CPU
+  path: numpy's row ``argmax`` and nothing else over the scores,
+  `_format.top1_labels`); ``tp, fp, tn, fn`` are derived in ``finalize``.
 
 Validation: on CPU in eager mode the family's ``check`` raises at once on a
 bad value (the state is untouched) and ``update`` then counts without masks;
@@ -84,14 +86,19 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
 
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool, complete: bool = False):
     """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C)]``: ``(3C,)`` or
-    ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``); ``complete`` (every entry
-    kept, global): three ``bincount`` instead, which skip the index and weight buffers."""
+    ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``). ``complete`` (every entry
+    kept, global; labels in ``[0, C)``; ``keep`` unused) skips the index and weight buffers: the row
+    sums, column sums and diagonal of the confusion matrix from one ``bincount`` of ``target * C +
+    label`` while ``C^2`` is not much above the entries, else three ``bincount``."""
     c = num_classes
     if complete and not samplewise:
+        # [:c*c] / [:c]: the state keeps its shape when validate_args=False lets a target >= C through
         target, labels = target.reshape(-1), labels.reshape(-1)
+        if c * c <= 4 * target.numel() + 4096:
+            pairs = torch.bincount(target * c + labels, minlength=c * c)[:c * c].view(c, c)
+            return torch.cat([pairs.sum(1), pairs.sum(0), pairs.diagonal()])
         hit = torch.where(labels == target, target, c)  # tp: the target where the label hits, else bin c
-        return torch.cat([torch.bincount(x, minlength=c)[:c] for x in (target, labels, hit)])  # [:c]: the
-        # state keeps its shape when validate_args=False lets a label >= C through
+        return torch.cat([torch.bincount(x, minlength=c)[:c] for x in (target, labels, hit)])
     index = torch.cat([target, labels + c, target + 2 * c], dim=1)
     src = torch.cat([keep, keep, keep & (labels == target)], dim=1).long()
     if samplewise:
@@ -155,6 +162,7 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
         top_k = None
 
     width = (3 * num,) if task == "multiclass" else (4, num)
+    plain_top1 = top_k == 1 and not samplewise and ignore_index is None  # `_format.top1_labels` may apply
 
     def init():
         counts = () if samplewise else torch.zeros(width, dtype=torch.int64)
@@ -163,6 +171,10 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
     def update(state, preds, target):
         count, raise_nan = value_rule(validate, (preds, target))
         if task == "multiclass":
+            labels = _format.top1_labels(name, preds, target, num) if raise_nan and plain_top1 else None
+            if labels is not None:  # checked eagerly: every entry counts, nothing to record
+                counts = _multiclass_counts(labels, target, None, num, samplewise, complete=True)
+                return StatScoresState(state.counts + counts, _format.flag(state.invalid, None))
             f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k, raise_nan)
             counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise, f.complete)
         else:
