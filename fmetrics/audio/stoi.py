@@ -210,43 +210,58 @@ def frame_count(n: int) -> int:
     return max(0, -(-(n - N_FRAME) // HOP))
 
 
-def _band_envelopes(z: torch.Tensor, hann: torch.Tensor):
-    """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz.
-
-    Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
-    overlap-added kept frames (frames ``>= kept - 1`` are padding) and the
-    number of kept frames per example, ``(B,)``.
-
-    With ``w = [w1, w2]`` (the window's halves) and ``o_j`` the ``j``-th kept
-    frame, half ``j`` of the overlap-added signal is ``w1 c[o_j] + w2
-    c[o_{j-1} + 1]`` (``c[f]``: the ``f``-th 128-sample chunk; a dropped frame
-    reads a zero chunk): one row gather from the chunks weighted by ``w1`` and
-    ``w2``, no frame copies. STFT frame ``j`` is ``[w1 h_j, w2 h_{j+1}]``.
-    """
-    b, _, n = z.shape
-    frames = frame_count(n)
-    w = hann.to(dtype=z.dtype, device=z.device)
-    raw = z[:, 0].unfold(-1, N_FRAME, HOP)[:, :frames]  # (B, F, 256) view: the target's frames
+def _kept_frames(target: torch.Tensor, w: torch.Tensor, frames: int):
+    """``(order, kept)`` of ``(B, time)`` targets: each example's frames within 40 dB of its loudest first, in
+    their order (a stable sort of the drop flag), ``(B, F)``, and their count, ``(B,)``."""
+    raw = target.unfold(-1, N_FRAME, HOP)[:, :frames]  # (B, F, 256) view
     energy = 20 * torch.log10(torch.linalg.vector_norm(raw * w, dim=-1) + EPS)
     keep = (energy.amax(-1, keepdim=True) - DYN_RANGE - energy) < 0
-    kept = keep.sum(-1)
-    # kept frames first, in their order (a stable sort of the drop flag); the others read chunk F + 1 (zeros)
-    order = torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True)
-    live = torch.arange(frames, device=z.device) < kept.unsqueeze(-1)
+    return torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True), keep.sum(-1)
+
+
+def _overlap_add(x: torch.Tensor, w: torch.Tensor, order: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
+    """The overlap-added kept frames of ``(B, time)`` signals as ``(B, F, 128)`` halves.
+
+    With ``w = [w1, w2]`` (the window's halves) and ``o_j`` the ``j``-th kept
+    frame, half ``j`` is ``w1 c[o_j] + w2 c[o_{j-1} + 1]`` (``c[f]``: the
+    ``f``-th 128-sample chunk; a dropped frame reads a zero chunk): one row
+    gather from the chunks weighted by ``w1`` and ``w2``, no frame copies.
+    """
+    b, frames = order.shape
+    live = torch.arange(frames, device=x.device) < kept.unsqueeze(-1)
     zero = torch.full_like(order, frames + 1)
     first = torch.where(live, order, zero)
     second = torch.cat([zero[:, :1], torch.where(live, order + 1, zero)[:, :-1]], -1)
-    rows = 2 * b * (frames + 2)
-    base = torch.arange(0, rows, frames + 2, device=z.device).reshape(b, 2, 1)
-    index = torch.stack([base + first.unsqueeze(1), rows + base + second.unsqueeze(1)], -1)  # (B, 2, F, 2)
-    chunks = torch.nn.functional.pad(z[..., :(frames + 1) * HOP], (0, HOP)).reshape(rows, HOP)
+    rows = b * (frames + 2)
+    base = torch.arange(0, rows, frames + 2, device=x.device).unsqueeze(-1)
+    index = torch.stack([base + first, rows + base + second], -1)  # (B, F, 2)
+    chunks = torch.nn.functional.pad(x[:, :(frames + 1) * HOP], (0, HOP)).reshape(rows, HOP)
     table = (chunks * w.reshape(2, 1, HOP)).reshape(2 * rows, HOP)  # w1 c, then w2 c
-    h = table.index_select(0, index.reshape(-1)).reshape(b, 2, frames, 2, HOP).sum(-2)  # (B, 2, F, 128)
-    stft_frames = torch.cat([h[:, :, :-1] * w[:HOP], h[:, :, 1:] * w[HOP:],
-                             h.new_zeros(()).expand(b, 2, frames - 1, NFFT - N_FRAME)], -1)
-    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1))  # (B, 2, F - 1, 257, 2)
-    tob = torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
-    return tob, kept  # (B, 2, 15, F - 1)
+    return table.index_select(0, index.reshape(-1)).reshape(b, frames, 2, HOP).sum(-2)
+
+
+def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``(B, 15, F - 1)`` one-third-octave envelopes of `_overlap_add` halves ``h``: STFT frame ``j`` is
+    ``[w1 h_j, w2 h_{j+1}]``, zero-padded to 512; a band's energy is the squared norm of its bins."""
+    b, frames, _ = h.shape
+    stft_frames = torch.cat([h[:, :-1] * w[:HOP], h[:, 1:] * w[HOP:],
+                             h.new_zeros(()).expand(b, frames - 1, NFFT - N_FRAME)], -1)
+    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1))  # (B, F - 1, 257, 2)
+    return torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
+
+
+def _band_envelopes(z: torch.Tensor, w: torch.Tensor):
+    """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz
+    (``w``: the Hann window in their dtype).
+
+    Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
+    overlap-added kept frames (frames ``>= kept - 1`` are padding) and the
+    number of kept frames per example, ``(B,)``. One signal at a time (half
+    the peak memory: fewer page faults when the allocator returns it).
+    """
+    order, kept = _kept_frames(z[:, 0], w, frame_count(z.shape[-1]))
+    tob = [_envelopes(_overlap_add(z[:, i], w, order, kept), w) for i in range(2)]
+    return torch.stack(tob, 1), kept
 
 
 def _windows(v: torch.Tensor) -> torch.Tensor:
