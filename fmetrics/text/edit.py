@@ -27,7 +27,7 @@ class EditDistanceAll(NamedTuple):
 
 
 def _distances(name: str, cost: int, preds: Any, target: Any) -> np.ndarray:
-    """The distance of every pair, in one rapidfuzz call over the batch."""
+    """The distance of every pair (a uint32 array), in one rapidfuzz call over the batch."""
     p, t = pair_lists(name, preds, target)
     rf = require(name, "rapidfuzz")
     weights = {} if cost == 1 else {"weights": (1, 1, cost)}  # cost 1: rapidfuzz's uniform kernel
@@ -70,7 +70,8 @@ def edit_distance(*, substitution_cost: int = 1, reduction: Optional[Literal["me
 
     def update(preds, target):
         d = _distances(name, substitution_cost, preds, target)
-        out = {"total": int(d.sum()), "sentences": len(d)}  # Python ints: they add to the state as scalars
+        # Python ints, which add to the state as scalars; a C sum over the buffer (numpy's reduction costs more cold)
+        out = {"total": sum(memoryview(d)), "sentences": len(d)}
         if reduction == "none":
             out["scores"] = d
         return out
