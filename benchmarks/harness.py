@@ -637,19 +637,19 @@ def fewer_threads(load: float, cpus: int, threads: int) -> int:
     return max(1, min(threads, int(cpus - load + 0.5)))
 
 
-_modules_seen = 0  # len(sys.modules) when `match_pools` last ran
+_pools_set = (0, 0)  # (len(sys.modules), threads) when `match_pools` last set the pools
 
 
 def match_pools(threads: int) -> None:
     """Gives the BLAS / OpenMP thread pools loaded so far (numpy's and SciPy's OpenBLAS, scikit-learn's OpenMP)
-    torch's ``threads``, so that peers run on as many threads as fmetrics; a no-op until a module was imported
-    since the last call, or without threadpoolctl. On a busy machine OpenBLAS threads spin-wait for descheduled
+    torch's ``threads``, so that peers run on as many threads as fmetrics; a no-op when neither a module was
+    imported nor ``threads`` changed since the last call, or without threadpoolctl. On a busy machine OpenBLAS threads spin-wait for descheduled
     siblings: ``scipy.linalg.sqrtm`` of a 384-d matrix took 3-7 CPU-s (13-27 s) with 2 threads at load 11 on
     2 CPUs, 0.05 CPU-s with 1."""
-    global _modules_seen
-    if len(sys.modules) == _modules_seen:
+    global _pools_set
+    if (len(sys.modules), threads) == _pools_set:
         return
-    _modules_seen = len(sys.modules)
+    _pools_set = (len(sys.modules), threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -571,7 +571,7 @@ def test_match_pools_gives_the_blas_pools_torchs_thread_count(monkeypatch):
     threadpoolctl = pytest.importorskip("threadpoolctl")
     import numpy  # noqa: F401 - its OpenBLAS pool
 
-    monkeypatch.setattr(harness, "_modules_seen", 0)
+    monkeypatch.setattr(harness, "_pools_set", (0, 0))
     with threadpoolctl.threadpool_limits(limits=None):  # restores the pools' sizes on exit
         harness.match_pools(1)
         assert {p["num_threads"] for p in threadpoolctl.threadpool_info()} == {1}
