@@ -114,6 +114,18 @@ def test_stoi_streaming_equals_one_shot():
     torch.testing.assert_close(m.finalize(s), _oracle(p, t, 8000, False).mean(), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("extended", [False, True], ids=["stoi", "estoi"])
+def test_cpu_passes_match_one_pass(monkeypatch, extended):
+    # on the CPU the examples go in cache-sized passes: one example per pass gives one pass's values
+    p, t = _noisy((5, 9000), seed=5)
+    t[1, :5000] *= 1e-4  # examples with different silent frames
+    t[3, 2000:6000] = 0.0
+    whole = S.stoi_values(p, t, 8000, extended)
+    monkeypatch.setattr(S, "CHUNK", 1)
+    torch.testing.assert_close(S.stoi_values(p, t, 8000, extended), whole, rtol=0, atol=1e-14)
+    torch.testing.assert_close(whole, _oracle(p, t, 8000, extended), rtol=0, atol=1e-12)
+
+
 def test_resampling_matches_pystoi():
     from pystoi.utils import resample_oct
 
