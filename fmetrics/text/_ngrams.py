@@ -100,6 +100,14 @@ def _lookup(keys: np.ndarray, values: np.ndarray, query: np.ndarray) -> np.ndarr
     return np.where(keys[pos] == query, values[pos], 0)
 
 
+def _changes(x: np.ndarray) -> np.ndarray:
+    """``True`` where a sorted array's value differs from the one before (and at 0)."""
+    out = np.empty(x.size, dtype=bool)
+    out[:1] = True
+    np.not_equal(x[1:], x[:-1], out=out[1:])
+    return out
+
+
 def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: int, n_max: int,
                    hyp_set: np.ndarray | None = None) -> np.ndarray:
     """BLEU's clipped matches ``(n_hyp, n_max)``: per hypothesis and order n, ``sum_g min(count of g in the
@@ -144,26 +152,27 @@ def clipped_orders(tok: np.ndarray, lens: np.ndarray, owner: np.ndarray, n_hyp: 
         if bound * SK >= 1 << 62:  # compact the keys first (ids < T) so that the packed key fits in int64
             _, key = np.unique(key, return_inverse=True)
             bound = int(key.max()) + 1
-        order = np.argsort(key * SK + group[idx])
-        pos, key = idx[order], key[order]
-        grp = group[pos]
-        new_gram = np.r_[True, key[1:] != key[:-1]]
+        packed = key * SK + group[idx]
+        order = np.argsort(packed)
+        pos, key, packed = idx[order], key[order], packed[order]
+        new_gram = _changes(key)
         gid[pos] = np.cumsum(new_gram)  # compact gram ids (in sorted order) for the next order
         bound = int(gid[pos[-1]]) + 1
-        starts = np.flatnonzero(new_gram | np.r_[True, grp[1:] != grp[:-1]])  # runs of one (gram, set, slot)
-        counts = np.diff(np.r_[starts, key.size])
-        hyp, gset = group_hyp[grp[starts]], group_set[grp[starts]]
+        starts = np.flatnonzero(_changes(packed))  # runs of one (gram, set, slot)
+        counts = np.diff(starts, append=key.size)
+        grp = group[pos[starts]]
+        hyp, gset = group_hyp[grp], group_set[grp]
         first = new_gram[starts]  # the first run of a (gram, set): a hypothesis' run if it has one
         first[1:] |= gset[1:] != gset[:-1]
         heads = np.flatnonzero(first)
         block = np.cumsum(first) - 1  # a run's (gram, set)
         if K - M == 1:  # one reference per set: a block's reference run is its last run, if any
-            last = np.r_[heads[1:], starts.size] - 1
+            last = np.append(heads[1:], starts.size) - 1
             in_refs = np.where(hyp[last] < 0, counts[last], 0)
         else:
             in_refs = np.maximum.reduceat(np.where(hyp < 0, counts, 0), heads)
-        mine = hyp >= 0
-        num[:, n - 1] = np.bincount(hyp[mine], weights=np.minimum(counts, in_refs[block])[mine], minlength=H)
+        # a reference's run (hypothesis -1) lands in bin 0, dropped
+        num[:, n - 1] = np.bincount(hyp + 1, weights=np.minimum(counts, in_refs[block]), minlength=H + 1)[1:]
         # only an n-gram found in a hypothesis and a reference of one set can start a longer one that matches
         both = (in_refs > 0) & (hyp[heads] >= 0)
         idx = pos[np.repeat(both[block], counts)]
