@@ -145,13 +145,14 @@ def test_merge_rebases_exactly_and_an_empty_side_adopts_the_shift():
 
 
 def test_the_shift_is_taken_once_and_later_batches_keep_it():
-    ev, m = fm.explained_variance(), fm.r2_score()
-    s = ev.update(ev.init(), torch.tensor([2.0, 5.0]), torch.tensor([1.0, 4.0]))
-    assert s.shift.flatten().tolist() == [1.0, 1.0]  # target 1, residual 2 - 1
-    s = ev.update(s, torch.tensor([50.0]), torch.tensor([40.0]))
-    assert s.shift.flatten().tolist() == [1.0, 1.0]
+    m = fm.r2_score()  # the target's shift (the residual's sums are plain: nothing cancels in sum (t - p)^2)
     s = m.update(m.init(), torch.tensor([2.0, 5.0]), torch.tensor([1.0, 4.0]))
-    assert s.shift.flatten().tolist() == [1.0]  # R²: the target only (its residual sum of squares is plain)
+    assert s.shift.flatten().tolist() == [1.0]
+    s = m.update(s, torch.tensor([50.0]), torch.tensor([40.0]))
+    assert s.shift.flatten().tolist() == [1.0]
+    p = fm.pearson_corrcoef()
+    s = p.update(p.init(), torch.tensor([2.0, 5.0]), torch.tensor([1.0, 4.0]))
+    assert p.update(s, torch.tensor([50.0]), torch.tensor([40.0])).shift.flatten().tolist() == [2.0, 1.0]
     # float64 inputs: the shift is the first row rounded to float32 (exact in both work dtypes)
     p64, t64 = torch.tensor([0.1, 0.3, 0.8], dtype=torch.float64), torch.tensor([0.2, 0.7, 0.5], dtype=torch.float64)
     s64 = m.update(m.init(), p64, t64)

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from fmetrics import validation
 from fmetrics.family import Family
@@ -54,9 +53,9 @@ def init(state_type, num_outputs: int, layout: str, dtype: torch.dtype):
 
 
 # layout: (shifted rows, sums rows). "pair": preds and target with the cross sum (Pearson, concordance);
-# "residual": target and residual (explained variance); "r2": target, then the residual's plain sum of
-# squares (R², RSE: sum (t - p)^2 needs no shift, nothing cancels in it)
-LAYOUTS = {"pair": (2, 5), "residual": (2, 4), "r2": (1, 3)}
+# "residual": the target's shifted sums, then the residual's plain sum and sum of squares (explained variance);
+# "r2": the target's shifted sums, then the residual's plain sum of squares (R², RSE: nothing cancels in it)
+LAYOUTS = {"pair": (2, 5), "residual": (1, 4), "r2": (1, 3)}
 
 
 def family(family_name: str, state_type, num_outputs: int, mode: str, name: str, layout: str) -> Family:
@@ -131,18 +130,21 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
 
 
 def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
-    """The batch's sums in the work dtype (rows as in `LAYOUTS`), from ``x`` and ``b`` (preds, or the residual:
+    """The batch's sums in the work dtype (rows as in `LAYOUTS`) from ``x`` and ``b`` (preds, or the residual in
     a fresh buffer; ``None`` with ``rss``, the residual's sum of squares), shifts ``k``, row weights ``w``."""
     a = torch.sub(x, k[0])
-    if layout != "r2":
-        b = b.sub_(k[1]) if layout == "residual" else torch.sub(b, k[1])
+    if layout == "pair":
+        b = torch.sub(b, k[1])
     if w is not None:
         a, b = a.mul_(w), b.mul_(w)
+    if layout == "pair":
+        parts = [a.sum(0), b.sum(0)]
+        cross = (a * b).sum(0)
+        return torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0), cross])
+    target = [a.sum(0), _inputs.square(a).sum(0)]
     if layout == "r2":
-        return torch.stack((a.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0) if rss is None else rss))
-    parts = [a.sum(0), b.sum(0)]
-    cross = [(a * b).sum(0)] if layout == "pair" else []
-    return torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0)] + cross)
+        return torch.stack(target + [_inputs.square(b).sum(0) if rss is None else rss])
+    return torch.stack(target + [b.sum(0), _inputs.square(b).sum(0)])
 
 
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
@@ -150,8 +152,9 @@ def _steady(state, x, y, layout: str, name: str, raw: tuple):
     dtype, no autograd, ``nan_strategy="error"``): the shift read from the state, the batch's sums in torch,
     the ``(rows, D)``-sized bookkeeping in numpy (under 1 µs a call where a torch operation costs 1-2 µs)."""
     k = torch.from_numpy(state.shift.numpy().astype(NUMPY[x.dtype]))
-    if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory
-        batch = _batch(layout, x, None, k, rss=F.mse_loss(y, x, reduction="none").sum(0))
+    if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory;
+        # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks (~5 µs a call)
+        batch = _batch(layout, x, None, k, rss=torch._C._nn.mse_loss(y, x, 0).sum(0))
     else:
         batch = _batch(layout, x, torch.sub(y, x) if layout == "residual" else y, k)
     batch = batch.numpy()
@@ -169,15 +172,15 @@ def _host_update(state, x, y, layout: str, mode: str, name: str, raw: tuple):
     work dtype, one ``(rows, N, D)`` buffer of shifted values, squares (and products), one float64 sum."""
     dtype = NUMPY[_inputs.work_dtype(state.sums.dtype, x, y, exact=False)]
     shifts, size = LAYOUTS[layout]
-    n = state.n.numpy()
+    n = int(state.n)
     xs, ys = x.numpy(), y.numpy()
     buf = np.empty((size, *xs.shape), dtype=dtype)
     with np.errstate(all="ignore"):  # non-finite input: raised below ("count") or propagated ("off")
         buf[0] = xs
         if layout == "pair":
             buf[1] = ys
-        else:
-            np.subtract(ys, xs, out=buf[2 if layout == "r2" else 1], dtype=dtype)
+        else:  # the residual in row 2
+            np.subtract(ys, xs, out=buf[2], dtype=dtype)
         if n > 0:
             shift = state.shift
             k = shift.numpy().astype(dtype)
@@ -185,24 +188,24 @@ def _host_update(state, x, y, layout: str, mode: str, name: str, raw: tuple):
             k = np.clip(buf[:shifts, 0], -F32_MAX, F32_MAX).astype(np.float32).astype(dtype)
             shift = torch.from_numpy(k.astype(np.float64))
         z = np.subtract(buf[:shifts], k[:, None], out=buf[:shifts])
-        if layout == "r2":
-            np.multiply(z[0], z[0], out=buf[1])
-            np.multiply(buf[2], buf[2], out=buf[2])
-        else:
-            np.multiply(z, z, out=buf[2:4])
         if layout == "pair":
+            np.multiply(z, z, out=buf[2:4])
             np.multiply(z[0], z[1], out=buf[4])
+        else:
+            np.multiply(buf[0], buf[0], out=buf[1])
+            np.multiply(buf[2], buf[2], out=buf[size - 1])
         batch = np.add.reduce(buf, 1, dtype=np.float64)
     inv = state.invalid
     if mode == "count":
         _inputs.check_sum(name, ("preds", "target"), batch, *raw)
-        inv = inv._replace(calls=_plus(inv.calls, 1))
+        inv = validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1))
     return type(state)(_plus(state.n, x.shape[0]), shift, torch.from_numpy(state.sums.numpy() + batch), inv)
 
 
 def _plus(count: torch.Tensor, k: int) -> torch.Tensor:
-    """``count + k`` for a CPU int64 tensor, in numpy (under 1 µs; a torch add costs ~2 µs in dispatch)."""
-    return torch.from_numpy(np.asarray(count.numpy() + k))
+    """``count + k`` for a CPU int64 0-d tensor, through a Python int (~1 µs; a torch add costs ~2 µs in dispatch,
+    numpy scalar arithmetic about as much)."""
+    return torch.from_numpy(np.array(int(count) + k))
 
 
 def merge(a, b):
@@ -215,8 +218,8 @@ def merge(a, b):
     parts = [nb * d, d * (2 * s1 + nb * d)]
     if size == 5:  # the cross sum
         parts.append((d[0] * s1[1] + d[1] * s1[0] + nb * d[0] * d[1])[None])
-    elif size == 3:  # the plain sum of squares needs no re-basing
-        parts.append(torch.zeros_like(d))
+    else:  # the residual's plain sums need no re-basing
+        parts.append(torch.zeros_like(a.sums[2:]))
     return type(a)(a.n + b.n, k, a.sums + b.sums + torch.cat(parts), validation.invalid_merge(a.invalid, b.invalid))
 
 
@@ -229,10 +232,13 @@ def centred(state, centred_type):
         return state
     sums, shifts = state.sums, state.shift.shape[-2]
     s1 = sums[..., :shifts, :]
-    w = s1 / torch.clamp(state.n, min=1).to(s1.dtype)[..., None, None]
+    n = torch.clamp(state.n, min=1).to(s1.dtype)[..., None, None]
+    w = s1 / n
     mean, m2 = state.shift + w, torch.clamp(sums[..., shifts:2 * shifts, :] - s1 * w, min=0)
-    if shifts == 1:
-        mean, m2 = torch.cat((mean, torch.zeros_like(mean)), -2), torch.cat((m2, sums[..., 2:, :]), -2)
+    if shifts == 1:  # the residual's plain sums: sum e^2 ("r2"), or sum e and sum e^2
+        sq = sums[..., -1:, :]
+        mean_e = sums[..., 2:3, :] / n if sums.shape[-2] == 4 else torch.zeros_like(mean)
+        mean, m2 = torch.cat((mean, mean_e), -2), torch.cat((m2, torch.clamp(sq - n * mean_e * mean_e, min=0)), -2)
     fields = [state.n, mean, m2]
     if sums.shape[-2] == 5:
         fields.append(sums[..., 4, :] - s1[..., 0, :] * w[..., 1, :])
@@ -251,8 +257,9 @@ def from_centred(state, shifted_type):
     parts = [s1, state.m2[..., :shifts, :] + s1 * d]
     if size == 5:
         parts.append((state.c_xy + s1[..., 0, :] * d[..., 1, :]).unsqueeze(-2))
-    elif size == 3:  # the residual's sum of squares M2_e + n mean_e^2
-        parts.append(state.m2[..., 1:, :] + n * state.mean[..., 1:, :] ** 2)
+    else:  # the residual's plain sums: [sum e,] sum e^2 = M2_e + n mean_e^2
+        mean_e = state.mean[..., 1:, :]
+        parts += ([n * mean_e] if size == 4 else []) + [state.m2[..., 1:, :] + n * mean_e * mean_e]
     return shifted_type(state.n, k, torch.cat(parts, -2), state.invalid)
 
 
@@ -271,7 +278,7 @@ def weigh_rows(rows, weights: torch.Tensor):
     parts = [c, c * c]
     if size == 5:
         parts.append((c[:, 0] * c[:, 1])[:, None])
-    elif size == 3:
+    else:
         parts.append(rows.sums[:, 2:] * per_row)
     w = weights.to(c.dtype) * n
     per_row = torch.cat(parts, 1)
