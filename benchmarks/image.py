@@ -266,5 +266,5 @@ def _fid_images_workload(n: int):
     return build
 
 
-for _count in (8, 64, 512, 2100):
+for _count in (8, 64, 512, 1200, 2000, 2100):
     _fid_images_workload(_count)

@@ -193,10 +193,10 @@ def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
     the largest diagonal entry of the Schur complement, and it stops after ``rank`` steps or once that entry is
     round-off (``<= d eps max diag(a)``), so a singular ``a`` gets an exact factor of its own rank instead of
     the round-off columns an unpivoted Cholesky would divide by. ``block`` columns at a time are formed from
-    the Schur complement of the rows not yet pivoted (left-looking), then one matmul updates it; no row moves
-    until the end. E.g. ``a = x x^T`` with ``x`` ``(5, 2)``: ``G`` is ``(5, 2)``.
+    the Schur complement of the rows not yet pivoted (left-looking), then one matmul updates it. E.g.
+    ``a = x x^T`` with ``x`` ``(5, 2)``: ``G`` is ``(5, 2)``.
     """
-    s, diag = a.clone(), a.diagonal().clone()  # the Schur complement of `rows` and its diagonal
+    s, diag = a, a.diagonal().clone()  # the Schur complement of `rows` and its diagonal
     rows = torch.arange(a.shape[0], device=a.device)
     g = a.new_zeros(a.shape[0], rank)
     tol = a.shape[0] * torch.finfo(a.dtype).eps * float(diag.max())
@@ -216,14 +216,12 @@ def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
             local.append(p)
         g[rows, k:k + panel.shape[0]] = panel.T
         pivots.append(rows[local])
-        m = rows.shape[0] - len(local)
-        inside, behind = [i for i in local if i < m], (live[m:].nonzero()[:, 0] + m).tolist()
-        for t in (s, s.T, panel.T, diag, rows):  # the block's pivots swap places with the last other rows
-            t[inside + behind] = t[behind + inside]
-        s, diag, rows = s[:m, :m], diag[:m], rows[:m]  # views: nothing is copied
+        keep = live.nonzero()[:, 0]
+        rows, diag = rows[keep], diag[keep]
         if len(local) < panel.shape[0]:
             break
-        s.addmm_(panel[:, :m].T, panel[:, :m], alpha=-1)
+        panel = panel[:, keep]
+        s = s.index_select(0, keep).index_select(1, keep).addmm_(panel.T, panel, alpha=-1)
     order = torch.cat(pivots + [rows])
     return g[order, :order.shape[0] - rows.shape[0]], order
 
