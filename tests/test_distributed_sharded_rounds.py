@@ -3,7 +3,8 @@
 Routing runs in many small rounds (`comm.ROUND_BYTES` shrunk to a few rows) and the per-range arithmetic in
 many steps, over states of many update chunks: binary AUROC / AP against scikit-learn, Spearman against
 SciPy on the pooled rows (rtol 1e-12), with heavy ties, a value shared by most rows, -0.0 next to 0.0 and an
-empty rank; `comm.route` keeps the one-process order; a heavily tied value is counted at its cut, so no
+empty rank; `comm.route` keeps the one-process order (rows placed by masks or by a sort; a counting pass that
+reads only the destinations sends integer columns unnarrowed); a heavily tied value is counted at its cut, so no
 rank receives far more than its share of the rows.
 """
 import math
@@ -88,10 +89,12 @@ def test_many_rounds_match_sklearn_and_scipy(world):
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(rho2, expected)), kind
 
 
-def _route_body(rank, world):
+def _route_body(rank, world, sorting):
     from adapters._shard import comm
 
     _shrunk()
+    if sorting:  # every destination count takes the argsort placement
+        comm.FEW_DESTINATIONS = 0
     ctx = comm.context(None)
     g = torch.Generator().manual_seed(rank)
     n = 50 + 40 * rank
@@ -99,17 +102,25 @@ def _route_body(rank, world):
     labels = torch.randint(-3, 100, (n,), generator=g)  # travel as int8
     dest = torch.randint(0, world, (n,), generator=g)
     (got_rows, got_labels), sources = comm.route(ctx, [rows, labels], dest, sources=True)
-    return rows, labels, dest, got_rows, got_labels, sources
+    # a counting pass that reads only the destinations: int32-sized values travel, and arrive, as int64
+    skip = torch.where(torch.arange(n) % 7 == 0, -1, dest)
+    [(unread,)] = comm.deliver(ctx, lambda sending: [([labels * 1000] if sending else None, skip)],
+                               [labels[:0]], narrow=True)
+    return rows, labels, dest, got_rows, got_labels, sources, skip, unread
 
 
 @pytest.mark.distributed
-def test_route_in_rounds_keeps_the_one_process_order():
-    results = spawn(_route_body, 3, timeout=120)
-    for me, (_, _, _, got_rows, got_labels, sources) in enumerate(results):
+@pytest.mark.parametrize("sorting", [False, True])
+def test_route_in_rounds_keeps_the_one_process_order(sorting):
+    results = spawn(_route_body, 3, sorting, timeout=120)
+    for me, (_, _, _, got_rows, got_labels, sources, _, unread) in enumerate(results):
         want = [(r, lab, src) for src, (rows, labels, dest, *_) in enumerate(results)
                 for r, lab, d in zip(rows.tolist(), labels.tolist(), dest.tolist()) if d == me]
         assert list(zip(got_rows.tolist(), got_labels.tolist(), sources.tolist())) == want
         assert got_rows.dtype == torch.int64 and got_labels.dtype == torch.int64
+        kept = [lab * 1000 for _, labels, _, _, _, _, skip, _ in results
+                for lab, d in zip(labels.tolist(), skip.tolist()) if d == me]
+        assert unread.tolist() == kept and unread.dtype == torch.int64
 
 
 def _balance_body(rank, world):

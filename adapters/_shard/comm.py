@@ -11,8 +11,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-ROUND_BYTES = 8 * 2**20  # transient bytes per rank and round of `deliver` (O(this), not O(rows))
-_ROW_OVERHEAD = 16  # transient bytes per row of a round besides its payload: destination, order, masks
+ROUND_BYTES = 4 * 2**20  # transient bytes per rank and round of `deliver` (O(this), not O(rows))
+_ROW_OVERHEAD = 16  # transient bytes per row of a round besides its payload: destination, placement
 
 
 class Ctx(NamedTuple):
@@ -48,35 +48,39 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
             alloc: Optional[Callable] = None, counts: bool = False, narrow: bool = False):
     """Streams rows to ranks: ``blocks(sending)`` yields ``(columns, dest)`` pairs (the same rows on both calls:
     ``sending`` is False on the counting pass, True on the sending one, when a block is sent once), ``dest``
-    an int64 per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
+    an integer per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
     columns received (dtype and trailing shape of ``like``, the same on every rank), in source-rank order and
     within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source;
     with ``narrow``, integer columns are received in the narrowest dtype holding every rank's values.
 
     Two passes over the blocks: the first counts the rows per destination (one ``all_to_all_single``; the
     receivers allocate their rows once, with ``alloc(rows, like_column)`` if given) and the integer columns'
-    bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32 holding every rank's values); the
-    second sends rounds of about `ROUND_BYTES` (payload and per-row bookkeeping) per rank (one
-    ``all_to_all_single`` of the round's counts, one per column). The transient buffers are O(one round),
-    whatever the number of rows."""
+    bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32 holding every rank's values; a
+    counting pass that yields ``None`` for a block's columns reads only ``dest``, and integer columns then travel
+    as they are); the second sends rounds of about `ROUND_BYTES` per rank: the round's rows are placed by
+    destination into one send buffer per column as its blocks are consumed (one ``all_to_all_single`` of the
+    round's counts, one per column). The transient buffers are O(one round), whatever the number of rows."""
     world, width = ctx.world, ctx.world * channels
     row_bytes = max(sum(math.prod(c.shape[1:]) * c.element_size() for c in like), 1)
-    limit = max(ROUND_BYTES // (row_bytes + _ROW_OVERHEAD), 1)
+    limit = max(ROUND_BYTES // (2 * row_bytes + _ROW_OVERHEAD), 1)  # rows held, sent and received, with dest
     ints = [i for i, c in enumerate(like) if c.dtype in (torch.int16, torch.int32, torch.int64)]
     send = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
-    flags = torch.zeros(1 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rounds, then -low / high
-    for cols, dest in _rounds(blocks(False), limit):
-        flags[0] += 1
+    flags = torch.zeros(2 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rows, unread, then -low / high
+    for cols, dest in blocks(False):
         send += torch.bincount(dest[dest >= 0], minlength=width)
+        if cols is None:
+            flags[1] = 1
+            continue
         for k, i in enumerate(ints):
             if cols[i].numel():
                 low, high = torch.aminmax(cols[i])
-                flags[1 + 2 * k] = torch.maximum(flags[1 + 2 * k], -low.long())
-                flags[2 + 2 * k] = torch.maximum(flags[2 + 2 * k], high.long())
+                flags[2 + 2 * k] = torch.maximum(flags[2 + 2 * k], -low.long())
+                flags[3 + 2 * k] = torch.maximum(flags[3 + 2 * k], high.long())
+    flags[0] = send.sum()
     dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=ctx.group)
     wire = [c.dtype for c in like]
-    for k, i in enumerate(ints):
-        low, high = -int(flags[1 + 2 * k]), int(flags[2 + 2 * k])
+    for k, i in enumerate(ints if not flags[1] else ()):
+        low, high = -int(flags[2 + 2 * k]), int(flags[3 + 2 * k])
         fit = next((d for d in _NARROWER if torch.iinfo(d).min <= low and high <= torch.iinfo(d).max), None)
         if fit is not None and fit.itemsize < like[i].dtype.itemsize:
             wire[i] = fit
@@ -88,23 +92,21 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
     if narrow:
         like = [c.to(d) for c, d in zip(like, wire)]
     outs = [[alloc(int(recv[:, ch].sum()), c) for c in like] for ch in range(channels)]
-    steps = iter(_rounds(blocks(True), limit))
-    for _ in range(int(flags[0])):
-        cols, dest = next(steps, (None, None))
-        if cols is None:
-            cols, dest = [c[:0] for c in like], torch.empty(0, dtype=torch.int64, device=ctx.comm)
-        keep = dest >= 0
-        if not bool(keep.all()):
-            cols, dest = [c[keep] for c in cols], dest[keep]
-        order = _grouped(dest, width)
-        s = torch.bincount(dest, minlength=width)
+    rounds = _rounds(blocks(True), limit)
+    for _ in range(-(-int(flags[0]) // limit)):
+        parts = next(rounds, [])
+        s = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
+        for _cols, dest in parts:
+            s += torch.bincount(dest, minlength=width)
         rc = torch.empty_like(s)
         dist.all_to_all_single(rc, s, group=ctx.group)
+        sent = _grouped(parts, s, [c.to(d) for c, d in zip(like, wire)])
         s_rank, rc = s.view(world, channels).sum(1).tolist(), rc.view(world, channels).tolist()
         rc_rank = [sum(r) for r in rc]
-        for i, col in enumerate(cols):
-            got = col.new_empty((sum(rc_rank),) + tuple(col.shape[1:]), dtype=wire[i])
-            dist.all_to_all_single(got, col.index_select(0, order).to(wire[i]), rc_rank, s_rank, group=ctx.group)
+        for i in range(len(sent)):
+            got = sent[i].new_empty((sum(rc_rank),) + tuple(sent[i].shape[1:]))
+            dist.all_to_all_single(got, sent[i], rc_rank, s_rank, group=ctx.group)
+            sent[i] = None
             pos = 0
             for src in range(world):
                 for ch in range(channels):
@@ -112,45 +114,70 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
                     if n:
                         outs[ch][i][at[src][ch]: at[src][ch] + n] = got[pos: pos + n]
                     pos += n
+            del got
         for src in range(world):
             for ch in range(channels):
                 at[src][ch] += rc[src][ch]
     return (outs, recv) if counts else outs
 
 
-def _grouped(dest: torch.Tensor, width: int) -> torch.Tensor:
-    """The rows' positions ordered by destination, each destination's in their order (a stable argsort; for a
-    few destinations, one mask per destination)."""
-    if width > FEW_DESTINATIONS:
-        return torch.argsort(dest, stable=True)
-    if dest.device.type == "cpu":  # numpy's flatnonzero: several times torch's nonzero there
-        d = dest.numpy()
-        return torch.from_numpy(np.concatenate([np.flatnonzero(d == k) for k in range(width)]))
-    return torch.cat([torch.nonzero(dest == k)[:, 0] for k in range(width)])
+def _grouped(parts: list, counts: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The rows of ``parts`` (``(columns, dest)``, ``counts`` rows per destination in all) in one tensor per
+    column (dtype of ``like``), grouped by destination, each destination's in their order; ``parts`` is emptied
+    as its rows are placed (the round's rows are held about once)."""
+    cursor = torch.cumsum(counts, 0) - counts
+    total = int(counts.sum())
+    out = [c.new_empty((total,) + tuple(c.shape[1:])) for c in like]
+    parts.reverse()
+    while parts:
+        cols, dest = parts.pop()
+        pos = _positions(dest, cursor)
+        for o, c in zip(out, cols):
+            o.index_copy_(0, pos, c.to(o.dtype))
+        cursor += torch.bincount(dest, minlength=cursor.shape[0])
+    return out
 
 
-FEW_DESTINATIONS = 8  # up to this many destinations per round, `_grouped` masks instead of sorting
+def _positions(dest: torch.Tensor, cursor: torch.Tensor) -> torch.Tensor:
+    """int64 place of each row in the send buffer: ``cursor[dest]`` plus its index among the rows with its
+    destination (a few destinations on the CPU: numpy masks; else one stable argsort)."""
+    width = cursor.shape[0]
+    if width <= FEW_DESTINATIONS and dest.device.type == "cpu":  # numpy's flatnonzero: several times torch's
+        d, pos, first = dest.numpy(), np.empty(dest.shape[0], dtype=np.int64), cursor.tolist()
+        for k in range(width):
+            rows = np.flatnonzero(d == k)
+            pos[rows] = np.arange(first[k], first[k] + rows.shape[0])
+        return torch.from_numpy(pos)
+    order = torch.argsort(dest, stable=True)
+    ordered = dest[order].long()
+    n = torch.bincount(ordered, minlength=width)
+    ranked = cursor[ordered] + torch.arange(ordered.shape[0], device=dest.device) - (torch.cumsum(n, 0) - n)[ordered]
+    return torch.empty_like(ranked).scatter_(0, order, ranked)
+
+
+FEW_DESTINATIONS = 8  # up to this many destinations, `_positions` masks instead of sorting
+PIECE = 1 << 16  # rows per part of a round: bounds `_positions`' temporaries
 
 
 def _rounds(blocks: Iterable, limit: int):
-    """``(columns, dest)`` of at most ``limit`` rows each: large blocks sliced, small consecutive ones joined."""
-    pending, held = [], 0
+    """Lists of ``(columns, dest)`` parts (rows with ``dest >= 0``, at most `PIECE` each) of exactly ``limit`` rows
+    in all (the last list: the rest), so ``ceil(rows / limit)`` rounds."""
+    parts, held = [], 0
     for cols, dest in blocks:
-        for lo in range(0, dest.shape[0], limit):
-            part = ([c[lo: lo + limit] for c in cols], dest[lo: lo + limit])
-            if held + part[1].shape[0] > limit and pending:
-                yield _joined(pending)
-                pending, held = [], 0
-            pending.append(part)
-            held += part[1].shape[0]
-    if pending:
-        yield _joined(pending)
-
-
-def _joined(parts: list):
-    if len(parts) == 1:
-        return parts[0]
-    return [torch.cat(c) for c in zip(*(p[0] for p in parts))], torch.cat([p[1] for p in parts])
+        for lo in range(0, dest.shape[0], PIECE):
+            part_cols, part_dest = [c[lo: lo + PIECE] for c in cols], dest[lo: lo + PIECE]
+            keep = part_dest >= 0
+            if not bool(keep.all()):
+                part_cols, part_dest = [c[keep] for c in part_cols], part_dest[keep]
+            while part_dest.shape[0]:
+                take = min(limit - held, part_dest.shape[0])
+                parts.append(([c[:take] for c in part_cols], part_dest[:take]))
+                part_cols, part_dest, held = [c[take:] for c in part_cols], part_dest[take:], held + take
+                if held == limit:
+                    yield parts
+                    parts, held = [], 0
+    if parts:
+        yield parts
 
 
 _NARROWER = (torch.int8, torch.int32)  # the integer dtypes gloo and NCCL both send
@@ -175,13 +202,6 @@ def narrowed(ctx: Ctx, columns: list[torch.Tensor]) -> list[torch.Tensor]:
         if fit is not None and fit.itemsize < columns[i].dtype.itemsize:
             out[i] = columns[i].to(fit)
     return out
-
-
-def _cumsum(xs):
-    total = 0
-    for x in xs:
-        total += x
-        yield total
 
 
 def gather_rows(ctx: Ctx, x: torch.Tensor) -> torch.Tensor:

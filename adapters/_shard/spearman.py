@@ -12,6 +12,9 @@ Warnings (a constant column, fewer than 2 rows) come from the metric on a small 
 """
 from __future__ import annotations
 
+import mmap
+from typing import Optional
+
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -87,7 +90,7 @@ def _joined(chunks: list[torch.Tensor], width: int) -> torch.Tensor:
     return cat_chunks(chunks, torch.empty(0, width))
 
 
-STEP = 1 << 16  # rows per step of the packed stages (each step holds ~10 int64 temporaries)
+STEP = 1 << 14  # rows per step of the packed stages: their ~10 int64 temporaries (128 KiB each) stay in cache
 _LOW = 0xFFFFFFFF
 
 
@@ -113,53 +116,60 @@ def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], 
     at_y = (2 * by_cut[:, 0] + hist[2 * w - 1 + w: 2 * w - 1 + w + cut_y.shape[0]] + 1).numpy()
     sums = np.zeros(3)  # (cov, m2x, m2y) of doubled centred ranks
 
-    def stage1(sending):
+    def stage1(sending):  # the counting pass reads only the destinations
         for x, y in zip(xs, ys):
             a, at = sort.place(x, cut_x)
             keep = ~at
-            yield [torch.from_numpy((sort._sortable(x[keep]) << 32) | _bits(y[keep]))], a[keep]
+            yield [torch.from_numpy((sort._sortable(x[keep]) << 32) | _bits(y[keep]))] if sending else None, a[keep]
 
-    p1 = _received(ctx, stage1)
+    p1, release = _received(ctx, stage1)
     p1.sort()
 
-    def onward(y: torch.Tensor, r2: np.ndarray, sending: bool):
-        """``(y bits << 32) | 2 rx`` of rows to their y range; the y-cut rows' terms summed here."""
+    def onward(y: torch.Tensor, r2: Optional[np.ndarray]):
+        """``(y bits << 32) | 2 rx`` of rows to their y range; the y-cut rows' terms summed here (``r2`` None:
+        the counting pass, the destinations only)."""
         b, at = sort.place(y, cut_y)
-        if sending:
-            dx = (r2 - n1).astype(np.float64)
-            sums[1] += dx @ dx
-            ry = (at_y[b[at].numpy()] - n1).astype(np.float64)
-            sums[0] += dx[at.numpy()] @ ry
-            sums[2] += ry @ ry
         keep = ~at
+        if r2 is None:
+            return None, b[keep]
+        dx = (r2 - n1).astype(np.float64)
+        sums[1] += _dot(dx, dx)
+        ry = (at_y[b[at].numpy()] - n1).astype(np.float64)
+        sums[0] += _dot(dx[at.numpy()], ry)
+        sums[2] += _dot(ry, ry)
         return [torch.from_numpy((sort._sortable(y[keep]) << 32) | r2[keep.numpy()])], b[keep]
 
     def stage2(sending):
         for x, y in zip(xs, ys):
             a, at = sort.place(x, cut_x)
             if bool(at.any()):
-                yield onward(y[at], at_x[a[at].numpy()], sending)
-        end, tail = p1.shape[0], None
+                yield onward(y[at], at_x[a[at].numpy()] if sending else None)
+        end, tail, r2 = p1.shape[0], None, None
         while end > 0:
             lo = max(end - STEP, 0)
             step = p1[lo:end]
-            r2, tail = _doubled_ranks(p1, lo, step, int(bx[ctx.rank, 0]), tail)
-            y = torch.from_numpy((step & _LOW).astype(np.uint32).view(np.float32))
-            del step
             if sending:
-                p1.resize(lo, refcheck=False)  # the sent rows' memory back to the system
+                r2, tail = _doubled_ranks(p1[:end], lo, step, int(bx[ctx.rank, 0]), tail)
+            y = torch.from_numpy((step & _LOW).astype(np.uint32).view(np.float32))
+            if sending:
+                release(lo)  # the sent rows' pages back to the system
             end = lo
-            yield onward(y, r2, sending)
+            yield onward(y, r2)
 
-    p2 = _received(ctx, stage2)
+    p2, _ = _received(ctx, stage2)
     p2.sort()
     base = int(by[ctx.rank, 0])
     for lo in range(0, p2.shape[0], STEP):
         step = p2[lo: lo + STEP]
         dy = (_doubled_ranks(p2, lo, step, base)[0] - n1).astype(np.float64)
-        sums[0] += np.dot((step & _LOW) - n1, dy)
-        sums[2] += np.dot(dy, dy)
+        sums[0] += _dot((step & _LOW) - n1, dy)
+        sums[2] += _dot(dy, dy)
     return torch.from_numpy(sums)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """float64 ``sum a * b`` by numpy's own loop, not BLAS (whose idle threads spin on the cores the ranks share)."""
+    return np.einsum("i,i->", a, b, dtype=np.float64, casting="unsafe")
 
 
 def _histogram(parts: list[torch.Tensor], cut: torch.Tensor, world: int) -> torch.Tensor:
@@ -198,16 +208,25 @@ def _doubled_ranks(p: np.ndarray, lo: int, step: np.ndarray, below: int, tail=No
     return 2 * below + first + last + 1, (key[0], last[0])
 
 
-def _received(ctx: comm.Ctx, blocks) -> np.ndarray:
-    """The int64 rows `comm.deliver` brings this rank, in an array that owns its memory (it can shrink)."""
+def _received(ctx: comm.Ctx, blocks):
+    """``(rows, release)``: the int64 rows `comm.deliver` brings this rank, in an anonymous mapping of their own,
+    and ``release(lo)``, which gives the pages of rows ``lo:`` back to the system whatever the allocator would keep
+    (those rows then read as 0)."""
     held = []
 
     def alloc(rows, like):
-        held.append(np.empty(rows, dtype=np.int64))
-        return torch.from_numpy(held[-1])
+        held.append(mmap.mmap(-1, max(rows, 1) * 8))
+        return torch.from_numpy(np.frombuffer(held[-1], dtype=np.int64, count=rows))
 
-    [[_]] = comm.deliver(ctx, blocks, [torch.empty(0, dtype=torch.int64)], alloc=alloc)
-    return held.pop()
+    [[rows]] = comm.deliver(ctx, blocks, [torch.empty(0, dtype=torch.int64)], alloc=alloc)
+    pages = held.pop()
+
+    def release(lo: int) -> None:
+        start = -(-lo * 8 // mmap.PAGESIZE) * mmap.PAGESIZE
+        if start < len(pages):
+            pages.madvise(mmap.MADV_DONTNEED, start, len(pages) - start)
+
+    return rows.numpy(), release
 
 
 def average_ranks(ctx: comm.Ctx, v: torch.Tensor) -> torch.Tensor:
