@@ -1,7 +1,7 @@
 """Image workloads (run with ``--threads 1``): SSIM, MS-SSIM and PSNR on 64 image pairs 3x256x256 float32 in
 [0, 1] (2 with --quick), fed as batches of 16, and the FID ``finalize`` (the Fréchet distance of 2048-d
-statistics; 384-d with --quick), also from 8, 64, 512 and 2,100 images per side (full runs only: the
-rank-deficient covariances of few images).
+statistics; 384-d with --quick), also from 8, 64, 512, 1,200, 2,000 and 2,100 images per side (full runs only:
+the rank-deficient covariances of fewer images than dimensions, and full rank).
 
 Peers: scikit-image (a loop over images for SSIM; one call over the whole array for PSNR), pytorch-msssim
 (``ssim`` / ``ms_ssim`` per batch), torchmetrics' classes (``update`` per batch, ``compute``), and for FID the

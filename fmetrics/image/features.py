@@ -187,7 +187,7 @@ def _congruence_lower(factor: torch.Tensor, s: torch.Tensor, tile: int = _TILE) 
 
 
 def _pivoted_cholesky(a: torch.Tensor, rank: int, block: int = _BLOCK):
-    """``(G, order)`` with ``a[order][:, order] = G G^T`` up to round-off; ``G`` ``(d, k)`` lower trapezoidal, ``k <= rank``.
+    """``(G, order)``: ``a[order][:, order] = G G^T`` to round-off, ``G`` ``(d, k)`` lower trapezoidal, ``k <= rank``.
 
     Cholesky with diagonal pivoting (LAPACK ``pstrf``) of a PSD ``a`` of rank ``<= rank``: each step pivots on
     the largest diagonal entry of the Schur complement, and it stops after ``rank`` steps or once that entry is
