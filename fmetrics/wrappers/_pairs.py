@@ -119,14 +119,15 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         """Both systems' row increments: one `host_rows` call over the two batches end to end where the metric has
         one (what they share, BLEU's references, is processed once); on bad input each system's own call raises
         its own message."""
-        joined = tuple(_joined(x, y) for x, y in zip(in_a, in_b))
-        if metric.host_rows is None or any(x is None for x in joined):
+        both = None
+        if metric.host_rows is not None:
+            try:
+                joined = tuple(map(_joined, in_a, in_b))
+                both = None if any(x is None for x in joined) else rows_of(joined, 2 * n)
+            except Exception:  # bad input: the calls below raise, each naming the row of its own system
+                both = None
+        if both is None:
             return rows_of(in_a, n), rows_of(in_b, n)
-        try:
-            both = rows_of(joined, 2 * n)
-        except Exception:
-            rows_of(in_a, n), rows_of(in_b, n)
-            raise
         return tree_map(lambda x: x[:n], both), tree_map(lambda x: x[n:], both)
 
     def add(reps, rows, w, append=True):
