@@ -36,9 +36,12 @@ def applies(x: torch.Tensor, y: torch.Tensor, acc: torch.Tensor) -> bool:
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
 
 
-def difference(p: torch.Tensor, t: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
-    """``p - t`` in ``dtype`` (float64 / float32), a fresh ``(N, D)`` array (inputs cast inside the ufunc loop)."""
-    return np.subtract(p.numpy(), t.numpy(), dtype=NUMPY[dtype])
+def difference(p: torch.Tensor, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``p - t`` in ``dtype`` (float64 / float32), a fresh ``(N, D)`` tensor the caller may overwrite: torch, whose
+    arithmetic raises no floating-point warnings (numpy's would, on ``inf - inf`` or an overflow)."""
+    if p.dtype == dtype and t.dtype == dtype:
+        return torch.sub(p, t)
+    return p.to(dtype, copy=True).sub_(t.to(dtype))
 
 
 def shifted(x: torch.Tensor, y: torch.Tensor, residual: bool, n: int, mean: torch.Tensor, dtype: torch.dtype):

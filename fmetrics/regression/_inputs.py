@@ -79,8 +79,9 @@ def as_acc(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 def square(x: torch.Tensor, *partners: torch.Tensor) -> torch.Tensor:
     """``x * x``, in place (no new buffer) unless autograd tracks ``x`` or a ``partner`` whose
     gradient needs ``x``'s value: the metrics stay differentiable."""
-    tracked = torch.is_grad_enabled() and any(y.requires_grad for y in (x, *partners))
-    return x * x if tracked else x.mul_(x)
+    if torch.is_grad_enabled() and (x.requires_grad or any(y.requires_grad for y in partners)):
+        return x * x
+    return x.mul_(x)
 
 
 def difference(a: torch.Tensor, b: torch.Tensor, like: torch.Tensor, exact: bool = True) -> torch.Tensor:

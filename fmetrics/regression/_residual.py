@@ -39,8 +39,8 @@ class ResidualState(NamedTuple):
 
 class ResidualSums(NamedTuple):
     n: torch.Tensor  # int64 (): rows seen
-    shift: torch.Tensor  # float64 (1, D): the shift K of the target
-    sums: torch.Tensor  # float64 (4, D): sum (t - K), sum (t - K)^2, sum e, sum e^2 (e = p - t)
+    shift: torch.Tensor  # float64 (2, D): the shifts K_t of the target and K_e of the residual e = p - t
+    sums: torch.Tensor  # float64 (4, D): sum (t - K_t), sum (e - K_e), sum (t - K_t)^2, sum (e - K_e)^2
     invalid: validation.Invalid  # non-finite input entries (nan_strategy)
 
 

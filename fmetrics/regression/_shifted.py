@@ -53,9 +53,27 @@ def init(state_type, num_outputs: int, layout: str, dtype: torch.dtype):
 
 
 # layout: (shifted rows, sums rows). "pair": preds and target with the cross sum (Pearson, concordance);
-# "residual": the target's shifted sums, then the residual's plain sum and sum of squares (explained variance);
-# "r2": the target's shifted sums, then the residual's plain sum of squares (R², RSE: nothing cancels in it)
-LAYOUTS = {"pair": (2, 5), "residual": (1, 4), "r2": (1, 3)}
+# "residual": target and residual e = p - t (explained variance; K_t + K_e is a float32 value, the preds'
+# shift, so e - K_e = (p - K_p) - (t - K_t)); "r2": the target, then the residual's plain sum of squares
+# (R², RSE: nothing cancels in it)
+LAYOUTS = {"pair": (2, 5), "residual": (2, 4), "r2": (1, 3)}
+
+
+def _row_shifts(layout: str, k):
+    """The shifts of the input rows (float64 tensor or array ``(S, D)``): ``k``, or ``(K_t, K_t + K_e)`` (target
+    and preds, float32 values) for ``"residual"``."""
+    if layout != "residual":
+        return k
+    return (torch if isinstance(k, torch.Tensor) else np).stack((k[0], k[0] + k[1]))
+
+
+def _shift_of(layout: str, z: torch.Tensor) -> torch.Tensor:
+    """Shifts near the values ``z`` (float64, ``(..., S, D)``), float32 values (exact in both work dtypes); for
+    ``"residual"`` ``(K_t, K_p - K_t)`` with both ``K`` float32 values."""
+    if layout != "residual":
+        return _first(z)
+    kt = _first(z[..., :1, :])
+    return torch.cat((kt, _first(kt + z[..., 1:, :]) - kt), -2)
 
 
 def family(family_name: str, state_type, num_outputs: int, mode: str, name: str, layout: str) -> Family:
@@ -111,7 +129,7 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
         x, y = x.to(work), y.to(work)
     if mode != "off":  # counted ("count"), or counted and left out ("drop")
         inv = _inputs.flag_nonfinite(inv, torch.stack((x, y), 1).reshape(rows, -1))
-    b = y if layout == "pair" else torch.sub(y, x)  # no fused mse_loss here: it specializes traces on the size
+    b = torch.sub(y, x) if layout == "r2" else y  # no fused mse_loss here: it specializes traces on the size
     count, w = rows, None
     if mode == "drop":
         w = (_inputs.row_weights(x) * _inputs.row_weights(b))[:, None]
@@ -122,8 +140,11 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
         first = torch.stack(((x * w).sum(0), (b * w).sum(0))) / torch.clamp(total, min=1)
     else:
         first = torch.stack((x[0], b[0]))
-    k = torch.where(state.n > 0, state.shift, _first(first[:state.shift.shape[0]]))  # float64 (type promotion)
-    batch = _batch(layout, x, b, k.to(work), w)
+    if layout == "residual":  # the residual's first value: e = p - t
+        first = torch.stack((first[0], first[1] - first[0]))
+    first = first[:state.shift.shape[0]].to(state.shift.dtype)
+    k = torch.where(state.n > 0, state.shift, _shift_of(layout, first))
+    batch = _batch(layout, x, b, _row_shifts(layout, k).to(work), w)
     if eager:
         _inputs.check_sum(name, ("preds", "target"), batch.detach().numpy(), *raw)
     return type(state)(state.n + count, k, torch.add(state.sums, batch), inv)  # float64 by type promotion
@@ -135,28 +156,29 @@ def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
     a = torch.sub(x, k[0])
     if layout == "pair":
         b = torch.sub(b, k[1])
+    elif layout == "residual":  # b: preds; e - K_e = (p - K_p) - (t - K_t)
+        b = torch.sub(b, k[1]).sub_(a)
     if w is not None:
         a, b = a.mul_(w), b.mul_(w)
     if layout == "pair":
         parts = [a.sum(0), b.sum(0)]
         cross = (a * b).sum(0)
         return torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0), cross])
-    target = [a.sum(0), _inputs.square(a).sum(0)]
     if layout == "r2":
-        return torch.stack(target + [_inputs.square(b).sum(0) if rss is None else rss])
-    return torch.stack(target + [b.sum(0), _inputs.square(b).sum(0)])
+        return torch.stack((a.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0) if rss is None else rss))
+    return torch.stack((a.sum(0), b.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0)))
 
 
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
     dtype, no autograd, ``nan_strategy="error"``): the shift read from the state, the batch's sums in torch,
     the ``(rows, D)``-sized bookkeeping in numpy (under 1 µs a call where a torch operation costs 1-2 µs)."""
-    k = torch.from_numpy(state.shift.numpy().astype(NUMPY[x.dtype]))
+    k = torch.from_numpy(_row_shifts(layout, state.shift.numpy()).astype(NUMPY[x.dtype]))
     if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory;
         # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks (~5 µs a call)
         batch = _batch(layout, x, None, k, rss=torch._C._nn.mse_loss(y, x, 0).sum(0))
     else:
-        batch = _batch(layout, x, torch.sub(y, x) if layout == "residual" else y, k)
+        batch = _batch(layout, x, y, k)
     batch = batch.numpy()
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
@@ -177,23 +199,28 @@ def _host_update(state, x, y, layout: str, mode: str, name: str, raw: tuple):
     buf = np.empty((size, *xs.shape), dtype=dtype)
     with np.errstate(all="ignore"):  # non-finite input: raised below ("count") or propagated ("off")
         buf[0] = xs
-        if layout == "pair":
-            buf[1] = ys
-        else:  # the residual in row 2
+        if layout == "r2":  # the residual in row 2
             np.subtract(ys, xs, out=buf[2], dtype=dtype)
+        else:
+            buf[1] = ys
         if n > 0:
             shift = state.shift
-            k = shift.numpy().astype(dtype)
-        else:  # the first row, as a float32 value (`_first`)
-            k = np.clip(buf[:shifts, 0], -F32_MAX, F32_MAX).astype(np.float32).astype(dtype)
-            shift = torch.from_numpy(k.astype(np.float64))
-        z = np.subtract(buf[:shifts], k[:, None], out=buf[:shifts])
-        if layout == "pair":
-            np.multiply(z, z, out=buf[2:4])
-            np.multiply(z[0], z[1], out=buf[4])
+        else:  # the first row, as float32 values (`_shift_of`)
+            k = np.clip(buf[:shifts, 0], -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64)
+            if layout == "residual":
+                k[1] -= k[0]
+            shift = torch.from_numpy(k)
+        k = _row_shifts(layout, shift.numpy())
+        z = np.subtract(buf[:shifts], k.astype(dtype)[:, None], out=buf[:shifts])
+        if layout == "r2":
+            np.multiply(z[0], z[0], out=buf[1])
+            np.multiply(buf[2], buf[2], out=buf[2])
         else:
-            np.multiply(buf[0], buf[0], out=buf[1])
-            np.multiply(buf[2], buf[2], out=buf[size - 1])
+            if layout == "residual":  # e - K_e = (p - K_p) - (t - K_t)
+                np.subtract(z[1], z[0], out=z[1])
+            np.multiply(z, z, out=buf[2:4])
+        if layout == "pair":
+            np.multiply(z[0], z[1], out=buf[4])
         batch = np.add.reduce(buf, 1, dtype=np.float64)
     inv = state.invalid
     if mode == "count":
@@ -218,8 +245,8 @@ def merge(a, b):
     parts = [nb * d, d * (2 * s1 + nb * d)]
     if size == 5:  # the cross sum
         parts.append((d[0] * s1[1] + d[1] * s1[0] + nb * d[0] * d[1])[None])
-    else:  # the residual's plain sums need no re-basing
-        parts.append(torch.zeros_like(a.sums[2:]))
+    elif size == 3:  # the residual's plain sum of squares needs no re-basing
+        parts.append(torch.zeros_like(d))
     return type(a)(a.n + b.n, k, a.sums + b.sums + torch.cat(parts), validation.invalid_merge(a.invalid, b.invalid))
 
 
@@ -235,10 +262,8 @@ def centred(state, centred_type):
     n = torch.clamp(state.n, min=1).to(s1.dtype)[..., None, None]
     w = s1 / n
     mean, m2 = state.shift + w, torch.clamp(sums[..., shifts:2 * shifts, :] - s1 * w, min=0)
-    if shifts == 1:  # the residual's plain sums: sum e^2 ("r2"), or sum e and sum e^2
-        sq = sums[..., -1:, :]
-        mean_e = sums[..., 2:3, :] / n if sums.shape[-2] == 4 else torch.zeros_like(mean)
-        mean, m2 = torch.cat((mean, mean_e), -2), torch.cat((m2, torch.clamp(sq - n * mean_e * mean_e, min=0)), -2)
+    if shifts == 1:  # "r2": the residual's moments about 0
+        mean, m2 = torch.cat((mean, torch.zeros_like(mean)), -2), torch.cat((m2, sums[..., 2:, :]), -2)
     fields = [state.n, mean, m2]
     if sums.shape[-2] == 5:
         fields.append(sums[..., 4, :] - s1[..., 0, :] * w[..., 1, :])
@@ -250,16 +275,15 @@ def from_centred(state, shifted_type):
     rounding). Leading dimensions (stacked states) broadcast."""
     shifts, size = LAYOUTS[_LAYOUT[shifted_type]]
     mean = state.mean[..., :shifts, :]
-    k = torch.where((state.n > 0)[..., None, None], _first(mean), 0)
+    k = torch.where((state.n > 0)[..., None, None], _shift_of(_LAYOUT[shifted_type], mean), 0)
     d = mean - k
     n = state.n.to(d.dtype)[..., None, None]
     s1 = n * d
     parts = [s1, state.m2[..., :shifts, :] + s1 * d]
     if size == 5:
         parts.append((state.c_xy + s1[..., 0, :] * d[..., 1, :]).unsqueeze(-2))
-    else:  # the residual's plain sums: [sum e,] sum e^2 = M2_e + n mean_e^2
-        mean_e = state.mean[..., 1:, :]
-        parts += ([n * mean_e] if size == 4 else []) + [state.m2[..., 1:, :] + n * mean_e * mean_e]
+    elif size == 3:  # the residual's sum of squares M2_e + n mean_e^2
+        parts.append(state.m2[..., 1:, :] + n * state.mean[..., 1:, :] ** 2)
     return shifted_type(state.n, k, torch.cat(parts, -2), state.invalid)
 
 
@@ -273,12 +297,12 @@ def weigh_rows(rows, weights: torch.Tensor):
     n = rows.n.to(rows.sums.dtype)
     per_row = 1 / torch.clamp(n, min=1)[:, None, None]
     z = rows.shift + rows.sums[:, :shifts] * per_row  # (B, S, D)
-    k = _first((z * n[:, None, None]).sum(0) / torch.clamp(n.sum(), min=1))
+    k = _shift_of(_LAYOUT[type(rows)], (z * n[:, None, None]).sum(0) / torch.clamp(n.sum(), min=1))
     c = z - k
     parts = [c, c * c]
     if size == 5:
         parts.append((c[:, 0] * c[:, 1])[:, None])
-    else:
+    elif size == 3:
         parts.append(rows.sums[:, 2:] * per_row)
     w = weights.to(c.dtype) * n
     per_row = torch.cat(parts, 1)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory
@@ -41,6 +40,6 @@ def mean_absolute_error(*, num_outputs: int = 1,
     name = "mean_absolute_error"
     _inputs.check_bool(name, "exact", exact)
     fam = _elementwise.family("absolute_error", lambda d, p, t: d.abs_(), num_outputs, nan_strategy, name=name,
-                              exact=exact, host_fn=lambda d: np.abs(d, out=d))
+                              exact=exact, host=True)
     return _elementwise.member(fam, name, num_outputs, nan_strategy, higher_is_better=False, is_differentiable=True,
                                bounds=(0.0, None))

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import torch
 
 from fmetrics.metric import Metric
@@ -14,7 +13,7 @@ from fmetrics.regression import _elementwise, _inputs
 def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = False):
     """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
     return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
-                               name=name, exact=exact, host_fn=lambda d: np.square(d, out=d))
+                               name=name, exact=exact, host=True)
 
 
 @factory
