@@ -13,7 +13,8 @@ from fmetrics.regression import _elementwise, _inputs
 def squared_errors(num_outputs: int, nan_strategy: str, name: str, exact: bool = False):
     """The state of MSE / RMSE (and their NaN policies): one `Family` per ``num_outputs``."""
     return _elementwise.family("squared_error", lambda d, p, t: _inputs.square(d), num_outputs, nan_strategy,
-                               name=name, exact=exact, host=True)
+                               name=name, exact=exact, host=True,  # direct: F.mse_loss's binding, no reduction
+                               direct=lambda p, t: torch._C._nn.mse_loss(p, t, 0))
 
 
 @factory
