@@ -89,36 +89,36 @@ def test_many_rounds_match_sklearn_and_scipy(world):
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(rho2, expected)), kind
 
 
-def _route_body(rank, world, sorting):
+def _route_body(rank, world):
     from adapters._shard import comm
 
     _shrunk()
-    if sorting:  # every destination count takes the argsort placement
-        comm.FEW_DESTINATIONS = 0
     ctx = comm.context(None)
     g = torch.Generator().manual_seed(rank)
     n = 50 + 40 * rank
     rows = torch.arange(n) + 1000 * rank
     labels = torch.randint(-3, 100, (n,), generator=g)  # travel as int8
     dest = torch.randint(0, world, (n,), generator=g)
-    (got_rows, got_labels), sources = comm.route(ctx, [rows, labels], dest, sources=True)
+    routed = [comm.route(ctx, [rows, labels], dest, sources=True)]
+    comm.FEW_DESTINATIONS = 0  # every destination count takes the argsort placement
+    routed.append(comm.route(ctx, [rows, labels], dest, sources=True))
     # a counting pass that reads only the destinations: int32-sized values travel, and arrive, as int64
     skip = torch.where(torch.arange(n) % 7 == 0, -1, dest)
     [(unread,)] = comm.deliver(ctx, lambda sending: [([labels * 1000] if sending else None, skip)],
                                [labels[:0]], narrow=True)
-    return rows, labels, dest, got_rows, got_labels, sources, skip, unread
+    return rows, labels, dest, routed, skip, unread
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("sorting", [False, True])
-def test_route_in_rounds_keeps_the_one_process_order(sorting):
-    results = spawn(_route_body, 3, sorting, timeout=120)
-    for me, (_, _, _, got_rows, got_labels, sources, _, unread) in enumerate(results):
+def test_route_in_rounds_keeps_the_one_process_order():
+    results = spawn(_route_body, 3, timeout=120)
+    for me, (_, _, _, routed, _, unread) in enumerate(results):
         want = [(r, lab, src) for src, (rows, labels, dest, *_) in enumerate(results)
                 for r, lab, d in zip(rows.tolist(), labels.tolist(), dest.tolist()) if d == me]
-        assert list(zip(got_rows.tolist(), got_labels.tolist(), sources.tolist())) == want
-        assert got_rows.dtype == torch.int64 and got_labels.dtype == torch.int64
-        kept = [lab * 1000 for _, labels, _, _, _, _, skip, _ in results
+        for (got_rows, got_labels), sources in routed:  # placed by masks, then by a sort
+            assert list(zip(got_rows.tolist(), got_labels.tolist(), sources.tolist())) == want
+            assert got_rows.dtype == torch.int64 and got_labels.dtype == torch.int64
+        kept = [lab * 1000 for _, labels, _, _, skip, _ in results
                 for lab, d in zip(labels.tolist(), skip.tolist()) if d == me]
         assert unread.tolist() == kept and unread.dtype == torch.int64
 

@@ -102,7 +102,7 @@ def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], 
     2. rows ``(x bits << 32) | y bits`` go to their x range and are sorted in place there: a row's doubled rank
        ``2 rx = 2 below + first + last + 1`` comes from its run of equal x (two ``searchsorted``).
     3. rows ``(y bits << 32) | 2 rx`` go to their y range (rows at an x cut from their rank, the others from
-       the x range, whose buffer shrinks as it is sent), sorted there: ``2 ry`` likewise.
+       the x range, whose buffer gives its pages back as it is sent), sorted there: ``2 ry`` likewise.
 
     Sums are of the doubled centred ranks ``2r - (n + 1)`` (the coefficient's ratio is unchanged)."""
     like, n1 = torch.empty(0, dtype=torch.float32), n + 1
