@@ -8,12 +8,13 @@ with Chan's formulas (`fmetrics.regression._moments`) in float64. From them::
     RSS = M2_e + n mean_e^2          (residual sum of squares; both terms >= 0)
     Var(e) / Var(t) = M2_e / M2_t    (explained variance)
 
-Every configuration of the three metrics with one ``num_outputs`` (NaN mode
-and ``exact``) is one `fmetrics.Family` state, so a collection of them runs
-one update. The default (``exact=False``) keeps shifted raw sums
-(`ResidualSums`, `fmetrics.regression._shifted`) and reads them through the
-exact centred view `centred`; ``exact=True`` keeps the centred moments
-(`ResidualState`) with float64 batch arithmetic.
+Per ``num_outputs`` and NaN mode, ``exact=True`` is one `fmetrics.Family`
+state for the three metrics (the centred moments `ResidualState`, float64
+batch arithmetic). The default keeps shifted raw sums
+(`fmetrics.regression._shifted`), read through the exact centred view
+`centred`: `SquaresSums` for R² and RSE (the target's shifted sums and the
+plain ``sum e^2``: R² needs no residual mean), `ResidualSums` for explained
+variance (target and residual shifted).
 """
 from __future__ import annotations
 

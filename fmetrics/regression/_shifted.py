@@ -1,9 +1,15 @@
 """Shifted raw power sums: the fast default state of R², explained variance, RSE, Pearson and concordance.
 
-Per variable (row ``r``: preds / target, or target / residual) and output
-column the state keeps a shift ``K`` and float64 sums of the shifted values::
+Per shifted variable and output column the state keeps a shift ``K`` and
+float64 sums of the shifted values::
 
     S1 = sum (x - K),   S2 = sum (x - K)^2,   Sxy = sum (x - Kx)(y - Ky)
+
+in one of three layouts (`LAYOUTS`): ``"pair"`` (preds and target, with
+``Sxy``: Pearson, concordance), ``"residual"`` (target and residual ``e = p -
+t``, ``K_t + K_e`` a float32 value so ``e - K_e = (p - K_p) - (t - K_t)``:
+explained variance) and ``"r2"`` (the target, then the plain residual sum of
+squares ``sum (p - t)^2``, one fused pass; nothing cancels in it: R², RSE).
 
 ``K`` is taken once, from the first non-empty batch (its first row; with
 ``nan_strategy="warn"/"ignore"`` the mean of its finite rows), rounded to a
@@ -23,11 +29,12 @@ onto the other's shift in float64 (``d = K_b - K_a``)::
 
 and an empty side (``n == 0``) adopts the other's shift, so ``init()`` is the
 identity. The first-batch choice is a ``torch.where`` on ``n > 0`` (no host
-branch: the update traces, vmaps and runs on ``meta``).
+branch: the update traces, vmaps and runs on ``meta``); on CPU in eager mode a
+non-empty state takes `_steady` (a host read of ``n``, numpy bookkeeping).
 
-Fields: ``n`` int64 ``()``, ``shift`` float64 ``(2, D)``, ``sums`` float64
-``(4, D)`` (``S1`` of both rows, then ``S2`` of both) or ``(5, D)`` (then
-``Sxy``), ``invalid`` (`fmetrics.validation.Invalid`). States of the exact,
+Fields: ``n`` int64 ``()``, ``shift`` float64 ``(S, D)``, ``sums`` float64
+``(R, D)`` (``S1`` of the shifted rows, their ``S2``, then ``Sxy`` or the
+residual's sum of squares), ``invalid`` (`fmetrics.validation.Invalid`). States of the exact,
 centred layout (``n, mean, m2[, c_xy], invalid``: `_moments`) convert
 exactly (`from_centred`), so a state saved before this layout still merges
 and finalizes.
