@@ -65,8 +65,8 @@ def family(
     arithmetic: about 1e-7 relative error in float32), and only the running sums are float64.
     ``host``: small CPU batches take `fmetrics.regression._host`'s path (``f`` of ``d`` alone in torch, the
     float64 sum and the bookkeeping in numpy; without a value rule or ``"warn"``/``"ignore"``).
-    ``direct``: ``f(p, t)`` in one pass from the inputs, for larger CPU batches in eager mode when the
-    batch's dtype is the inputs' own (``nan_strategy="error"``, no value rule, no autograd).
+    ``direct``: ``f(p, t)`` in one pass from the inputs, for CPU batches in eager mode when the batch's
+    dtype is the inputs' own (``nan_strategy="error"`` or the numpy path; no value rule, no autograd).
     """
     name = name or kind
     _inputs.check_num_outputs(name, num_outputs)
@@ -85,8 +85,8 @@ def family(
         t = _inputs.columns(name, target, num_outputs, flatten=True)
         rows = p.shape[0]
         if host and _host.applies(p, t, state.total):
-            d = _host.difference(p, t, _inputs.work_dtype(state.total.dtype, p, t, exact))
-            batch = np.add.reduce(fn(d, p, t).numpy(), 0, dtype=np.float64)  # f >= 0: no overflow below 1e308
+            batch = np.add.reduce(_host.values(p, t, _inputs.work_dtype(state.total.dtype, p, t, exact), fn, direct), 0,
+                                  dtype=np.float64)  # f >= 0: no overflow below 1e308
             if not disable:
                 _inputs.check_sum(name, ("preds", "target"), batch, preds, target)
             return _fold(state, batch, rows)

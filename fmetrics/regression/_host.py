@@ -36,13 +36,15 @@ def applies(x: torch.Tensor, y: torch.Tensor, acc: torch.Tensor) -> bool:
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
 
 
-def difference(p: torch.Tensor, t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``p - t`` in ``dtype`` (float64 / float32), a fresh ``(N, D)`` tensor the caller may overwrite: one torch
-    subtraction for inputs of that dtype, else numpy's (the cast inside its loop; one call, not three)."""
+def values(p: torch.Tensor, t: torch.Tensor, dtype: torch.dtype, fn, direct=None) -> np.ndarray:
+    """``f(p, t)`` per element in ``dtype`` (float64 / float32) as a numpy array: ``direct(p, t)`` (one pass) for
+    inputs of that dtype, else ``fn(p - t, p, t)`` with ``p - t`` one torch subtraction, or numpy's for a cast
+    (inside its loop: one call, not three)."""
     if p.dtype == dtype and t.dtype == dtype:
-        return torch.sub(p, t)
+        return (direct(p, t) if direct is not None else fn(torch.sub(p, t), p, t)).numpy()
     with np.errstate(all="ignore"):  # inf - inf: raised or propagated by the caller
-        return torch.from_numpy(np.subtract(p.numpy(), t.numpy(), dtype=NUMPY[dtype]))
+        d = torch.from_numpy(np.subtract(p.numpy(), t.numpy(), dtype=NUMPY[dtype]))
+    return fn(d, p, t).numpy()
 
 
 def shifted(x: torch.Tensor, y: torch.Tensor, residual: bool, n: int, mean: torch.Tensor, dtype: torch.dtype):
