@@ -208,7 +208,7 @@ class Metric:
         """``(state, state) -> state``: the state of both data streams (associative, `init` its identity)."""
         try:
             return self._merge(a, b)
-        except (AttributeError, TypeError, IndexError, KeyError) as err:
+        except (AttributeError, TypeError, IndexError, KeyError, RuntimeError) as err:
             for s in (a, b):
                 _check_foreign(self, "merge", s, err)
             raise
@@ -399,8 +399,16 @@ def _check_foreign(metric: Metric, what: str, state, err: Exception) -> None:
     if not isinstance(state, (tuple, dict)) or (_layout(state) != _layout(mine) and not (
             isinstance(state, tuple) and not hasattr(state, "_fields") and len(state) == len(mine))):
         raise TypeError(f"{metric.name}: the state passed to {what} is a {type(state).__name__}, not this "
-                        f"metric's {type(mine).__name__}: it came from another metric; use the state from "
+                        f"metric's {type(mine).__name__}: it came from another metric (or another configuration or "
+                        f"version of this one); use the state from "
                         f"{metric.name}.init() and {metric.name}.update") from err
+    sized = [(x.shape, y.shape) for x, y in zip(state_lib.leaves(state), state_lib.leaves(mine))
+             if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and y.numel()]
+    if any(x != y for x, y in sized):
+        raise TypeError(f"{metric.name}: the state passed to {what} has fields of other shapes than this metric's "
+                        f"({', '.join(f'{tuple(x)} for {tuple(y)}' for x, y in sized if x != y)}): it came from "
+                        f"another configuration of {metric.name} (its options, or an earlier fmetrics version); "
+                        f"use the state from {metric.name}.init() and {metric.name}.update") from err
 
 
 def _route(name: str, spec: tuple, inputs: tuple, kwargs: dict):

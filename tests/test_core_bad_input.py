@@ -222,6 +222,16 @@ def test_a_state_of_another_metric_is_named_as_such():
             call()
 
 
+def test_a_state_of_another_configuration_names_the_shapes():
+    """Same state type, other option (num_classes 4 vs 3: a 4x3 vs 3x3 count table): a TypeError, not torch's."""
+    three, four = fm.multiclass_accuracy(num_classes=3), fm.multiclass_accuracy(num_classes=4)
+    s = three.update(three.init(), torch.tensor([0, 2]), torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match=r"multiclass_accuracy: the state passed to merge has fields of other shapes "
+                                        r"than this metric's \(\(12,\) for \(9,\)\): it came from another configuration"):
+        three.merge(s, four.init())
+    assert torch.equal(three.finalize(s), three(torch.tensor([0, 2]), torch.tensor([1, 2])))  # s still usable
+
+
 def test_a_missing_torchmetrics_names_the_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "torchmetrics", None)
     monkeypatch.delitem(sys.modules, "adapters.torch_metric", raising=False)
