@@ -209,3 +209,101 @@ def test_the_shifted_state_round_trips_torch_load_defaults():
     loaded = torch.load(buf)
     for key, value in m.finalize(loaded).items():
         torch.testing.assert_close(value, m.finalize(s)[key], rtol=0, atol=0)
+
+
+# ------------------------------------------------------------------ NRMSE: R²'s shifted sums plus min and max
+
+NORMS = ("mean", "range", "std", "l2")
+
+
+def _nrmse_oracle(p, t):
+    """numpy float64 NRMSE per column of ``(N, D)`` float64 arrays, for the four normalizations."""
+    rmse = np.sqrt(((p - t) ** 2).mean(0))
+    return {"mean": rmse / t.mean(0), "range": rmse / (t.max(0) - t.min(0)), "std": rmse / t.std(0),
+            "l2": rmse / np.sqrt((t ** 2).sum(0))}
+
+
+def _nrmse_metrics(d, **kw):
+    return {k: fm.normalized_root_mean_squared_error(normalization=k, num_outputs=d, **kw) for k in NORMS}
+
+
+@pytest.mark.parametrize("offset", [1.0, 1e4])
+@pytest.mark.parametrize("layout", ["4096x8 (torch path)", "4096x1 (numpy path)"])
+def test_nrmse_default_within_1e6_exact_within_1e9(layout, offset):
+    """Plain (mean 1: a target mean near 0 would make ``"mean"`` ill-conditioned in any float32 sum) and
+    1e4-offset float32 data, 6 batches, all four normalizations: the default within 1e-6 relative of numpy's
+    float64 formulas, ``exact=True`` within 1e-9."""
+    d = D if layout.startswith("4096x8") else 1
+    batches = _offset(d=d, offset=offset)
+    if d == 1:
+        batches = [(p[:, 0], t[:, 0]) for p, t in batches]
+    p, t = (torch.cat(x).double().reshape(-1, d).numpy() for x in zip(*batches))
+    want = _nrmse_oracle(p, t)
+    for exact, bound in ((False, 1e-6), (True, 1e-9)):
+        for key, metric in _nrmse_metrics(d, exact=exact).items():
+            got = np.atleast_1d(_stream(metric, batches).numpy())
+            err = float(np.max(np.abs(got - want[key]) / np.abs(want[key])))
+            assert err < bound, (key, exact, err)
+
+
+def test_nrmse_split_invariance_merge_order_and_empty_batches():
+    """Ranks with different shifts (and empty batches) in any merge order give one value (within 1e-12), and
+    that and one batch of all the data are within 1e-6 of the oracle."""
+    parts = [_offset(batches=3, rows=700, d=3, offset=o, seed=s) for o, s in ((1e4, 1), (1e4 + 40, 2), (-25.0, 3))]
+    empty = (torch.zeros(0, 3), torch.zeros(0, 3))
+    p, t = (torch.cat(x).double().numpy() for x in zip(*[b for part in parts for b in part]))
+    want = _nrmse_oracle(p, t)
+    whole = [(torch.from_numpy(p).float(), torch.from_numpy(t).float())]
+    for key, metric in _nrmse_metrics(3).items():
+        states = []
+        for part in parts:
+            s = metric.update(metric.init(), *empty)
+            for b in part:
+                s = metric.update(metric.update(s, *b), *empty)
+            states.append(s)
+        values = [metric.finalize(fold(metric.merge, [states[i] for i in order]))
+                  for order in ((0, 1, 2), (2, 0, 1), (1, 2, 0))]
+        values.append(metric.finalize(metric.merge(metric.init(), fold(metric.merge, states))))
+        for v in (values[0], _stream(metric, whole)):  # another batching: other float32 rounding
+            np.testing.assert_allclose(v.numpy(), want[key], rtol=1e-6)
+        for v in values[1:]:
+            torch.testing.assert_close(v, values[0], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_nrmse_ignore_leaves_rows_with_nan_out(exact):
+    """``nan_strategy="ignore"``: a row with a NaN/inf in preds or target is left out of every statistic (the
+    range too), on the eager and the deferred path; ``"error"`` raises naming the metric."""
+    g = torch.Generator().manual_seed(9)
+    t = 1e4 + torch.randn(600, 3, generator=g)
+    p = t + 0.5 * torch.randn(600, 3, generator=g)
+    p[0, 1], t[7, 2], t[9, 0] = float("nan"), float("inf"), -float("inf")
+    t[11, 0] = 1e6  # the row's preds are NaN: not the maximum
+    p[11, 2] = float("nan")
+    keep = torch.isfinite(p).all(1) & torch.isfinite(t).all(1)
+    want = _nrmse_oracle(p[keep].double().numpy(), t[keep].double().numpy())
+    for key, metric in _nrmse_metrics(3, nan_strategy="ignore", exact=exact).items():
+        np.testing.assert_allclose(metric(p, t).numpy(), want[key], rtol=1e-6)
+        with fm.validation.mode("deferred"):
+            s = metric.update(metric.update(metric.init(), p[:300], t[:300]), p[300:], t[300:])
+        np.testing.assert_allclose(metric.finalize(s).numpy(), want[key], rtol=1e-6)
+    with pytest.raises(ValueError, match="normalized_root_mean_squared_error"):
+        fm.normalized_root_mean_squared_error(num_outputs=3, exact=exact)(p, t)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nrmse_constant_target_std_and_range_are_inf(exact, dtype):
+    """A constant target (0.1: not a float32 value in float64) gives ``inf`` for ``"std"`` and ``"range"``
+    however the data is split, and finite values for ``"mean"`` and ``"l2"``."""
+    p, t = torch.arange(5.0, dtype=dtype), torch.full((5,), 0.1, dtype=dtype) + 1e4
+    rmse = float(torch.sqrt(((p.double() - t.double()) ** 2).mean()))
+    for key, metric in _nrmse_metrics(1, exact=exact).items():
+        for cut in (0, 2, 5):
+            v = metric.finalize(metric.merge(metric.update(metric.init(), p[:cut], t[:cut]),
+                                             metric.update(metric.init(), p[cut:], t[cut:])))
+            if key in ("std", "range"):
+                assert torch.isinf(v), (key, cut, v)
+            else:
+                ref = rmse / (float(t[0]) if key == "mean" else float(t[0]) * 5 ** 0.5)
+                assert float(v) == pytest.approx(ref, rel=1e-9 if exact else 1e-6), (key, cut)
