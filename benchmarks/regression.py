@@ -98,6 +98,21 @@ for _name, _factory, _tm, _tm_kwargs in (
     _workload(f"{_name}_16rows_exact", _factory, _tm, f"{_name} with exact=True, 1000 batches of 16x16",
               tm_kwargs=_tm_kwargs, small=True, num_outputs=COLS, exact=True)
 
+# NRMSE (std: every normalization keeps the same state; torchmetrics updates all of them every batch)
+_NRMSE = {"normalization": "std", "num_outputs": COLS}
+_workload("normalized_root_mean_squared_error", fmetrics.normalized_root_mean_squared_error,
+          "NormalizedRootMeanSquaredError", "NRMSE (std) of 16 outputs, 4096x16 batches, vs "
+          "NormalizedRootMeanSquaredError", tm_kwargs=_NRMSE, **_NRMSE)
+_workload("normalized_root_mean_squared_error_16rows", fmetrics.normalized_root_mean_squared_error,
+          "NormalizedRootMeanSquaredError", "NRMSE (std) of 16 outputs, 1000 batches of 16x16 (per-update overhead)",
+          tm_kwargs=_NRMSE, small=True, **_NRMSE)
+_workload("normalized_root_mean_squared_error_exact", fmetrics.normalized_root_mean_squared_error,
+          "NormalizedRootMeanSquaredError", "NRMSE (std) with exact=True, 4096x16 batches", tm_kwargs=_NRMSE,
+          exact=True, **_NRMSE)
+_workload("normalized_root_mean_squared_error_16rows_exact", fmetrics.normalized_root_mean_squared_error,
+          "NormalizedRootMeanSquaredError", "NRMSE (std) with exact=True, 1000 batches of 16x16", tm_kwargs=_NRMSE,
+          small=True, exact=True, **_NRMSE)
+
 
 @register("regression/spearman_corrcoef", domain="regression",
           samples=lambda quick: SPEARMAN_PAIRS // (10 if quick else 1),
