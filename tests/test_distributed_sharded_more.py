@@ -341,6 +341,65 @@ def test_sharded_detection_equals_one_process(world):
     _check(spawn(_detection_body, world, 41 + world, timeout=300))
 
 
+SEGM = [dict(iou_type="segm"), dict(iou_type="segm", class_metrics=True, max_detection_thresholds=[1, 3, 100]),
+        dict(iou_type=("bbox", "segm"), class_metrics=True)]
+SEGM_KINDS = ("random", "ties", "one_rank_class")
+
+
+def _masked(seed: int, kind: str):
+    """`_images` with random masks of a random size per image (``H * W`` often not a multiple of 8): ground
+    truths are rectangles with holes (some empty), detections copies of a ground truth of their class (if any,
+    else random noise) with up to 10% of the pixels flipped; ``one_rank_class``: the last image's objects alone
+    are of class 7 (so that class lies on one rank)."""
+    preds, target = _images(seed, "ties" if kind == "ties" else "random")
+    g = torch.Generator().manual_seed(seed + 1)
+    for p, t in zip(preds, target):
+        h, w = (int(v) for v in torch.randint(3, 40, (2,), generator=g))
+        m, n = t["labels"].shape[0], p["labels"].shape[0]
+        yy, xx = torch.arange(h).view(h, 1), torch.arange(w).view(1, w)
+        corner = torch.rand(m, 4, generator=g)
+        y0, x0 = (corner[:, 0] * h).long().view(m, 1, 1), (corner[:, 1] * w).long().view(m, 1, 1)
+        y1, x1 = y0 + (corner[:, 2] * h).long().view(m, 1, 1), x0 + (corner[:, 3] * w).long().view(m, 1, 1)
+        gt = (yy >= y0) & (yy < y1) & (xx >= x0) & (xx < x1) & (torch.rand(m, h, w, generator=g) > 0.05)
+        gt[torch.rand(m, generator=g) < 0.1] = False
+        same = p["labels"].view(n, 1) == t["labels"].view(1, m)  # a random ground truth of the class, if any
+        pick = torch.argmax(torch.rand(n, m, generator=g) + same, 1) if m else torch.zeros(n, dtype=torch.long)
+        det = torch.where(same.any(1).view(n, 1, 1), gt[pick] if m else False, torch.rand(n, h, w, generator=g) < 0.3)
+        p["masks"] = det ^ (torch.rand(n, h, w, generator=g) < torch.rand(n, 1, 1, generator=g) * 0.1)
+        t["masks"] = gt
+    if kind == "one_rank_class":
+        preds[-1]["labels"], target[-1]["labels"] = torch.full_like(preds[-1]["labels"], 7), \
+            torch.full_like(target[-1]["labels"], 7)
+    return preds, target
+
+
+def _segm_body(rank, world, seed):
+    out = []
+    for i, kw in enumerate(SEGM):
+        m = fm.mean_average_precision(**kw)
+        assert distributed.shardable(m)
+        for j, kind in enumerate(SEGM_KINDS):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/s{i}/{j}/{k}")
+                preds, target = _masked(seed * 1000 + i * 100 + j * 10 + k, kind)
+                cuts = _cuts(len(preds), world, scenario, rng)
+                states = [m.update(m.init(), preds[a:b], target[a:b]) for a, b in zip(cuts, cuts[1:])]
+                one = states[0]
+                for other in states[1:]:
+                    one = m.merge(one, other)
+                got, ref = distributed.finalize(m, states[rank]), m.finalize(one)
+                for key in ref:
+                    out.append((f"map{kw}/{kind}/{scenario}/{key}", got.get(key), ref[key], [], []))
+                assert sorted(got) == sorted(ref), (sorted(got), sorted(ref))
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_sharded_segm_detection_equals_one_process(world):
+    _check(spawn(_segm_body, world, 51 + world, timeout=300))
+
+
 @pytest.mark.distributed
 @pytest.mark.slow
 def test_sharded_detection_equals_one_process_4_ranks():
@@ -356,9 +415,10 @@ def test_shardable_reports_the_new_coverage():
            fm.binary_precision_recall_curve(),
            fm.multilabel_specificity_at_sensitivity(num_labels=2, min_sensitivity=0.5),
            fm.binary_eer(), fm.binary_logauc(), fm.adjusted_mutual_info_score(), fm.rand_score(),
-           fm.mean_average_precision(), fm.mean_average_precision(class_metrics=True)]
+           fm.mean_average_precision(), fm.mean_average_precision(class_metrics=True),
+           fm.mean_average_precision(iou_type="segm"), fm.mean_average_precision(iou_type=("segm", "bbox"))]
     no = [fm.multiclass_auroc(num_classes=3, thresholds=5), fm.binary_roc(thresholds=[0.2, 0.5]),
-          fm.adjusted_rand_score(num_clusters=4), fm.mean_average_precision(iou_type="segm"),
+          fm.adjusted_rand_score(num_clusters=4), fm.mean_average_precision(iou_type="segm", average="micro"),
           fm.mean_average_precision(average="micro"), fm.mean_average_precision(extended_summary=True),
           fm.binary_calibration_error()]
     assert all(distributed.shardable(m) for m in yes), [m.name for m in yes if not distributed.shardable(m)]
