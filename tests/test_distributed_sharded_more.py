@@ -284,6 +284,63 @@ def test_sharded_clustering_matches_sklearn():
         assert math.isclose(value, oracle, rel_tol=1e-12, abs_tol=1e-15), (name, value, oracle)
 
 
+def _ami_labels(kind: str):
+    g = torch.Generator().manual_seed(len(kind))
+    n = 2000
+    if kind == "two_targets":  # fewer target labels than ranks: a rank owns none (its part of E[MI] is 0)
+        return torch.randint(0, 60, (n,), generator=g), torch.randint(0, 2, (n,), generator=g)
+    target = torch.randint(0, 150, (n,), generator=g)
+    target[:400] = 7  # one large cluster among many small ones, many equal sizes
+    preds = (target * 7 + (torch.rand(n, generator=g) < 0.3) * torch.randint(0, 5, (n,), generator=g)) % 90
+    if kind == "floats":
+        return preds.double() / 8 - 3.0, target.double() * 0.5
+    return preds, target
+
+
+def _ami_body(rank, world):
+    from adapters._shard import contingency
+
+    real, rows = contingency.expected_mutual_info_terms, []
+
+    def counted(a, b, n, *args):
+        rows.append(a.numel())
+        return real(a, b, n, *args)
+
+    contingency.expected_mutual_info_terms = counted
+    out = []
+    for kind in ("many", "floats", "two_targets"):
+        for scenario in SCENARIOS:
+            m = fm.adjusted_mutual_info_score(average_method="geometric" if kind == "floats" else "arithmetic")
+            data = _ami_labels(kind)
+            out.append((f"ami/{kind}/{scenario}", *_run(m, data, world, rank, scenario, random.Random(scenario)),
+                        rows[-1], data))
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_sharded_ami_splits_the_expected_mi_over_the_ranks(world):
+    """Each rank sums E[MI]'s terms of the target labels it owns only (every label on exactly one rank; a rank
+    may own none); the all-reduced value equals one process's (1e-12) and scikit-learn's."""
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    results = spawn(_ami_body, world, timeout=300)
+    _check([[r[:5] for r in per_rank] for per_rank in results])
+    for per_rank in zip(*results):
+        cid, got, data = per_rank[0][0], per_rank[0][1], per_rank[0][6]
+        owned = [r[5] for r in per_rank]
+        labels = int(data[1].unique().numel())
+        assert sum(owned) == labels, (cid, owned)
+        if "two_targets" in cid:  # two labels: some rank of three owns none
+            assert world == 2 or min(owned) == 0, (cid, owned)
+        else:  # many labels: no rank owns (and sums the terms of) them all
+            assert max(owned) < labels, (cid, owned)
+        ids = [x.unique(return_inverse=True)[1].numpy() for x in data]  # sklearn warns on float labels
+        average = "geometric" if "floats" in cid else "arithmetic"
+        oracle = adjusted_mutual_info_score(ids[1], ids[0], average_method=average)
+        assert math.isclose(float(got), oracle, rel_tol=1e-12, abs_tol=1e-13), (cid, float(got), oracle)
+
+
 # ---------------------------------------------------------------- detection: COCO mAP routed by class
 
 

@@ -11,9 +11,10 @@ column sums and ``N`` the rows:
    and one of the float64 sums ``sum a_i log a_i``-style entropies and the cells' mutual-information terms
    (scikit-learn's per-cell formula and clipping). Rand, adjusted Rand, Fowlkes-Mallows (pair counts, exact
    integers), MI, NMI, homogeneity, completeness and V-measure follow from these scalars.
-4. AMI's expected mutual information depends on every (a_i, b_j) pair: the marginals (O(labels), not
-   O(rows)) are gathered in label order and each rank evaluates it as one process does, on a table with
-   the same margins (the north-west corner table: `fmetrics`' formula reads only the margins).
+4. AMI's expected mutual information is a sum ``sum_i sum_j f(a_i, b_j, N)`` over the label pairs: every
+   rank gathers the column sums ``b`` (O(labels), not O(rows)), adds up the terms of the rows it owns
+   (`fmetrics`' own formula, on its ``a_i`` and every ``b_j``; no label owned: 0) and one float64
+   ``all_reduce`` sums the parts: each rank does about ``1 / world`` of one process's work.
 
 The deferred value records (non-finite labels) are reduced on the state without its rows and reported by
 the family's shared step, as one process reports them. A table with known ``num_clusters`` is a summed
@@ -28,7 +29,7 @@ import torch.distributed as dist
 
 from adapters._shard import comm
 from adapters._shard.retrieval import owner
-from fmetrics.clustering.mutual_info import expected_mutual_info
+from fmetrics.clustering.mutual_info import expected_mutual_info_terms
 from fmetrics.state import cat_chunks
 
 NAMES = frozenset({"rand_score", "adjusted_rand_score", "fowlkes_mallows_index", "mutual_info_score",
@@ -75,13 +76,19 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
              mi=0.0 if rows <= 1 or cols <= 1 else max(float(floats[2]), 0.0))
     args = metric.recipe.arguments
     if metric.recipe.qualname == "adjusted_mutual_info_score" and not (rows == cols == 1 or rows == 1 or cols == 1):
-        s["emi"] = expected_mutual_info(_corner(_gathered(ctx, a_keys, a, dt), _gathered(ctx, b_keys, b, dp)))
+        s["emi"] = _expected_mi(ctx, a, b, total)
     return torch.tensor(_VALUES[metric.recipe.qualname](s, args), dtype=torch.float64)
 
 
 def _bits(x: torch.Tensor) -> torch.Tensor:
     """int64 keys of labels: integers as they are, floats as their bits (``-0.0`` as ``0.0``)."""
     return (x + 0.0).view(torch.int64) if x.is_floating_point() else x.to(torch.int64)
+
+
+def _owner(keys: torch.Tensor, world: int) -> torch.Tensor:
+    """`retrieval.owner` of int64 keys with their high half folded onto the low one: a float label's bits
+    (``0.5 * k``, integers as floats) end in tens of zeros, which that hash alone sends to one rank of two."""
+    return owner(keys ^ (keys >> 32), world)
 
 
 def _merge(keys: torch.Tensor, counts: torch.Tensor):
@@ -100,20 +107,20 @@ def _merge(keys: torch.Tensor, counts: torch.Tensor):
 def route_cells(ctx: comm.Ctx, ti: torch.Tensor, pj: torch.Tensor):
     """This rank's rows folded into cells and routed to ``hash(i, j)``: ``((M, 2) keys, counts)`` received."""
     cells, n = _merge(torch.stack([ti, pj], 1), torch.ones(ti.shape[0], dtype=torch.int64, device=ti.device))
-    keys, counts = comm.route(ctx, [cells, n], owner(cells[:, 0] * _MIX + cells[:, 1], ctx.world))
+    keys, counts = comm.route(ctx, [cells, n], _owner(cells[:, 0] * _MIX + cells[:, 1], ctx.world))
     return keys, counts
 
 
 def _marginal(ctx: comm.Ctx, labels: torch.Tensor, n: torch.Tensor):
     """The labels this rank owns (``hash(label)``), ascending, with their global sums of ``n``."""
     keys, sums = _merge(labels, n)
-    got, got_n = comm.route(ctx, [keys, sums], owner(keys, ctx.world))
+    got, got_n = comm.route(ctx, [keys, sums], _owner(keys, ctx.world))
     return _merge(got, got_n)
 
 
 def _lookup(ctx: comm.Ctx, labels: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """Per entry of ``labels``: the value its owner holds for it (a route to the owners and back)."""
-    dest = owner(labels, ctx.world)
+    dest = _owner(labels, ctx.world)
     (asked,), sources = comm.route(ctx, [labels], dest, sources=True)
     (answers,) = comm.route(ctx, [values[torch.searchsorted(keys, asked)]], sources)
     out = torch.empty_like(answers)
@@ -141,28 +148,12 @@ def _mi_terms(n: torch.Tensor, a: torch.Tensor, b: torch.Tensor, total: int) -> 
     return torch.where(mi.abs() < _EPS, torch.zeros_like(mi), mi).sum()
 
 
-def _gathered(ctx: comm.Ctx, keys: torch.Tensor, sizes: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Every label's size, in the order of the label values (one process's table order)."""
-    keys, sizes = comm.gather_rows(ctx, keys), comm.gather_rows(ctx, sizes)
-    values = keys.view(torch.float64) if dtype.is_floating_point else keys
-    return sizes[torch.argsort(values)].cpu()
-
-
-def _corner(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A float64 table with row sums ``a`` and column sums ``b`` (the north-west corner rule)."""
-    t = torch.zeros(a.shape[0], b.shape[0], dtype=torch.float64)
-    left, right = a.tolist(), b.tolist()
-    i = j = 0
-    while i < len(left) and j < len(right):
-        m = min(left[i], right[j])
-        t[i, j] = m
-        left[i] -= m
-        right[j] -= m
-        if left[i] == 0:
-            i += 1
-        else:
-            j += 1
-    return t
+def _expected_mi(ctx: comm.Ctx, a: torch.Tensor, b: torch.Tensor, total: int) -> float:
+    """E[MI]: this rank's rows' terms (its ``a`` against every rank's ``b``), summed over the ranks."""
+    part = expected_mutual_info_terms(a, comm.gather_rows(ctx, b), float(total))
+    emi = torch.tensor([part], dtype=torch.float64, device=ctx.comm)
+    dist.all_reduce(emi, group=ctx.group)
+    return float(emi)
 
 
 def _pairs(s):

@@ -73,9 +73,19 @@ def _average(u: float, v: float, method: str) -> float:
 
 def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
     """E[MI] under the hypergeometric model of labelings with the table's margins, in float64."""
-    a = t.sum(1).to(torch.float64)
-    b = t.sum(0).to(torch.float64)
-    n = float(t.sum())
+    return expected_mutual_info_terms(t.sum(1), t.sum(0), float(t.sum()), chunk)
+
+
+def expected_mutual_info_terms(a: torch.Tensor, b: torch.Tensor, n: float, chunk: int = 1 << 22) -> float:
+    """``sum_i sum_j f(a_i, b_j, n)``: E[MI]'s terms of the row sums ``a`` and column sums ``b`` of a table of
+    ``n`` samples, in float64. With every row, E[MI]; with a subset of the rows (a rank's), their part of it.
+
+    Example::
+
+        >>> expected_mutual_info_terms(torch.tensor([2, 2]), torch.tensor([2, 2]), 4.0)  # E[MI] of [[1, 1], [1, 1]]
+        0.23104906...
+    """
+    a, b = a.to(torch.float64), b.to(torch.float64)
     ai = a[:, None].expand(-1, b.numel()).reshape(-1)
     bj = b[None, :].expand(a.numel(), -1).reshape(-1)
     lo = torch.clamp(ai + bj - n, min=1.0)
@@ -90,7 +100,7 @@ def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
     ai, bj, lo, width = ai[keep], bj[keep], lo[keep], width[keep]
     if ai.numel() == 0:
         return 0.0
-    log_fact = torch.lgamma(torch.arange(int(n) + 2, dtype=torch.float64, device=t.device) + 1)  # log(x!), x = 0..N+1
+    log_fact = torch.lgamma(torch.arange(int(n) + 2, dtype=torch.float64, device=a.device) + 1)  # log(x!), x = 0..N+1
 
     def log_factorial(x):  # integer-valued float tensor -> log(x!)
         return log_fact[x.to(torch.int64)]
@@ -106,8 +116,8 @@ def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
         last = int(torch.searchsorted(ends, base + chunk, right=True))
         last = max(last, first + 1)
         w = width[first:last]
-        pair = torch.repeat_interleave(torch.arange(first, last, device=t.device), w)
-        k = lo[pair] + (torch.arange(int(w.sum()), dtype=torch.float64, device=t.device)
+        pair = torch.repeat_interleave(torch.arange(first, last, device=a.device), w)
+        k = lo[pair] + (torch.arange(int(w.sum()), dtype=torch.float64, device=a.device)
                         - (torch.cumsum(w, 0) - w).repeat_interleave(w).to(torch.float64))
         aa, bb = ai[pair], bj[pair]
         log_p = (const[pair] - log_factorial(k) - log_factorial(aa - k) - log_factorial(bb - k)
