@@ -311,3 +311,19 @@ def test_nrmse_constant_target_std_and_range_are_inf(exact, dtype):
             else:
                 ref = rmse / (float(t[0]) if key == "mean" else float(t[0]) * 5 ** 0.5)
                 assert float(v) == pytest.approx(ref, rel=1e-9 if exact else 1e-6), (key, cut)
+
+
+def test_nrmse_large_batches_compile_with_dynamic_sizes_and_vmap():
+    """The row-folded min/max of large batches (the law suite's batches are small): ``torch.compile(fullgraph)``
+    over batch sizes that turn dynamic, and ``vmap``, match the eager update."""
+    m = fm.normalized_root_mean_squared_error(normalization="range", num_outputs=4)
+    step = torch.compile(m.update, backend="eager", fullgraph=True)
+    g = torch.Generator().manual_seed(13)
+    s, ref = m.init(), m.init()
+    for n in (4096, 8192, 5000):
+        p, t = torch.randn(n, 4, generator=g), torch.randn(n, 4, generator=g)
+        s, ref = step(s, p, t), m.update(ref, p, t)
+    torch.testing.assert_close(m.finalize(s), m.finalize(ref), rtol=1e-12, atol=0)
+    ps, ts = torch.randn(3, 4096, 4, generator=g), torch.randn(3, 4096, 4, generator=g)
+    stacked = torch.func.vmap(lambda p, t: m.update(m.init(), p, t))(ps, ts)
+    assert torch.equal(stacked.min, ts.double().amin(1)) and torch.equal(stacked.max, ts.double().amax(1))
