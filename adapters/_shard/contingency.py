@@ -14,7 +14,8 @@ column sums and ``N`` the rows:
 4. AMI's expected mutual information is a sum ``sum_i sum_j f(a_i, b_j, N)`` over the label pairs: every
    rank gathers the column sums ``b`` (O(labels), not O(rows)), adds up the terms of the rows it owns
    (`fmetrics`' own formula, on its ``a_i`` and every ``b_j``; no label owned: 0) and one float64
-   ``all_reduce`` sums the parts: each rank does about ``1 / world`` of one process's work.
+   ``all_reduce`` sums the parts: each rank does about ``1 / world`` of one process's work, less where
+   labels share a size (each distinct pair of sizes is evaluated once, weighted by its multiplicities).
 
 The deferred value records (non-finite labels) are reduced on the state without its rows and reported by
 the family's shared step, as one process reports them. A table with known ``num_clusters`` is a summed
@@ -149,8 +150,10 @@ def _mi_terms(n: torch.Tensor, a: torch.Tensor, b: torch.Tensor, total: int) -> 
 
 
 def _expected_mi(ctx: comm.Ctx, a: torch.Tensor, b: torch.Tensor, total: int) -> float:
-    """E[MI]: this rank's rows' terms (its ``a`` against every rank's ``b``), summed over the ranks."""
-    part = expected_mutual_info_terms(a, comm.gather_rows(ctx, b), float(total))
+    """E[MI]: this rank's rows' terms (its ``a`` against every rank's ``b``; equal sizes once, weighted by their
+    multiplicities), summed over the ranks."""
+    (sa, ca), (sb, cb) = (torch.unique(x, return_counts=True) for x in (a, comm.gather_rows(ctx, b)))
+    part = expected_mutual_info_terms(sa, sb, float(total), counts=(ca, cb))
     emi = torch.tensor([part], dtype=torch.float64, device=ctx.comm)
     dist.all_reduce(emi, group=ctx.group)
     return float(emi)

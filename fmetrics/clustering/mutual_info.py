@@ -76,9 +76,11 @@ def expected_mutual_info(t: torch.Tensor, chunk: int = 1 << 22) -> float:
     return expected_mutual_info_terms(t.sum(1), t.sum(0), float(t.sum()), chunk)
 
 
-def expected_mutual_info_terms(a: torch.Tensor, b: torch.Tensor, n: float, chunk: int = 1 << 22) -> float:
+def expected_mutual_info_terms(a: torch.Tensor, b: torch.Tensor, n: float, chunk: int = 1 << 22,
+                               counts: Optional[tuple[torch.Tensor, torch.Tensor]] = None) -> float:
     """``sum_i sum_j f(a_i, b_j, n)``: E[MI]'s terms of the row sums ``a`` and column sums ``b`` of a table of
     ``n`` samples, in float64. With every row, E[MI]; with a subset of the rows (a rank's), their part of it.
+    ``counts``: how many rows (columns) have each size of ``a`` (``b``); a pair's term is weighted by both.
 
     Example::
 
@@ -98,6 +100,7 @@ def expected_mutual_info_terms(a: torch.Tensor, b: torch.Tensor, n: float, chunk
     width = (hi - lo + 1).clamp(min=0).to(torch.int64)
     keep = width > 0
     ai, bj, lo, width = ai[keep], bj[keep], lo[keep], width[keep]
+    weight = None if counts is None else torch.outer(*(c.to(torch.float64) for c in counts)).reshape(-1)[keep]
     if ai.numel() == 0:
         return 0.0
     log_fact = torch.lgamma(torch.arange(int(n) + 2, dtype=torch.float64, device=a.device) + 1)  # log(x!), x = 0..N+1
@@ -122,7 +125,8 @@ def expected_mutual_info_terms(a: torch.Tensor, b: torch.Tensor, n: float, chunk
         aa, bb = ai[pair], bj[pair]
         log_p = (const[pair] - log_factorial(k) - log_factorial(aa - k) - log_factorial(bb - k)
                  - log_factorial(n - aa - bb + k))
-        total += float(((k / n) * (math.log(n) + torch.log(k) - log_ab[pair]) * torch.exp(log_p)).sum())
+        terms = (k / n) * (math.log(n) + torch.log(k) - log_ab[pair]) * torch.exp(log_p)
+        total += float((terms if weight is None else terms * weight[pair]).sum())
         first = last
     return float(total)
 
