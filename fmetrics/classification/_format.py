@@ -280,7 +280,8 @@ def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classe
         >>> top1_labels("m", torch.eye(2**15, 3), torch.zeros(2**15, dtype=torch.long), 3)[:4]
         tensor([0, 1, 2, 0])
     """
-    if preds.dim() != 2 or target.dim() != 1 or preds.shape != (target.shape[0], num_classes) or \
+    if not (isinstance(preds, torch.Tensor) and isinstance(target, torch.Tensor)) or \
+            preds.dim() != 2 or target.dim() != 1 or preds.shape != (target.shape[0], num_classes) or \
             target.dtype != torch.int64:
         return None
     host = _host_argmax(preds, target)
