@@ -61,11 +61,26 @@ def _sorted(score: torch.Tensor, dest: torch.Tensor):
     return torch.from_numpy(packed), torch.from_numpy(d)
 
 
+def _empty(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """An uninitialized buffer; on CPU numpy's (large arrays on huge pages: far fewer page faults than torch's)."""
+    if device.type == "cpu":
+        return torch.from_numpy(np.empty(shape, dtype=torch.empty(0, dtype=dtype).numpy().dtype))
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
 def _cumsum(flag: torch.Tensor) -> torch.Tensor:
     """int64 inclusive cumulative count of a bool tensor (numpy's on CPU: ~3x faster than torch's at 1 thread)."""
     if flag.device.type == "cpu":
         return torch.from_numpy(np.cumsum(flag.numpy(), dtype=np.int64))
     return torch.cumsum(flag, 0)
+
+
+def _scatter(out: torch.Tensor, at: torch.Tensor, values: torch.Tensor) -> None:
+    """``out[at] = values`` (numpy's on CPU: ~2x faster than ``index_put_`` at 1 thread)."""
+    if out.device.type == "cpu":
+        out.numpy()[at.numpy()] = values.numpy()
+    else:
+        out.index_put_((at,), values)
 
 
 def placements(scores: torch.Tensor, positive: torch.Tensor):
@@ -79,22 +94,24 @@ def placements(scores: torch.Tensor, positive: torch.Tensor):
     positions. The counts go back by one scatter to their sample's slot (positives first), so they pair
     across systems, and are divided by ``n`` / ``m`` once.
     """
-    total = positive.shape[0]
+    total, device = positive.shape[0], positive.device
     m = int(positive.sum())
     n = total - m
-    ranks = torch.cumsum(positive, 0) - 1
-    dest = torch.where(positive, ranks, m + torch.arange(total, device=positive.device) - ranks - 1)
-    after = torch.arange(1, total + 1, device=positive.device)  # i + 1
-    counts = torch.empty(scores.shape[1], total, dtype=torch.int64, device=scores.device)
+    ranks = _cumsum(positive)  # positives up to i included
+    neg_dest = torch.arange(m, m + total, out=_empty(total, torch.int64, device)).sub_(ranks)
+    dest = torch.where(positive, ranks.sub_(1), neg_dest)
+    after = torch.arange(1, total + 1, out=_empty(total, torch.int64, device))  # i + 1
+    pos, count = _empty(total, torch.bool, device), neg_dest  # buffers reused by every system
+    counts = _empty((scores.shape[1], total), torch.int64, device)
     fixes = []
     for score, c in zip(scores.unbind(1), counts):
         key, d = _sorted(score, dest)
-        pos = d < m
+        torch.lt(d, m, out=pos)
         upto_pos = _cumsum(pos)  # C_pos[i + 1]: positives up to i included
-        count = torch.where(pos, after, m).sub_(upto_pos)  # C_neg[i + 1] for a positive, m - C_pos[i + 1]
-        c.index_put_((d,), count)
+        torch.where(pos, after, after.new_tensor(m), out=count).sub_(upto_pos)  # C_neg[i + 1] for a positive, m - C_pos[i + 1]
+        _scatter(c, d, count)
         fixes.append(_tie_counts(key, d, pos, upto_pos, m))
-    out = counts.to(torch.float64)
+    out = _empty(counts.shape, torch.float64, device).copy_(counts)
     out[:, :m] /= max(n, 1)
     out[:, m:] /= max(m, 1)
     for v, (at, count) in zip(out, fixes):
@@ -171,10 +188,12 @@ def _metric(name: str, systems: int, finalize) -> Metric:
 
     def check(*inputs):
         preds, target = shapes(inputs)
-        bad_t, _, half = screen(preds, target)
+        bad_t = (target != 0) & (target != 1)
         if bool(bad_t.any()):
             raise validation.fail(name, "target", "values 0 or 1", validation.quote(target[bad_t]))
-        bad_s = ~torch.isfinite(half)
+        bad_s = ~torch.isfinite(preds[0])
+        for p in preds[1:]:
+            bad_s |= ~torch.isfinite(p)
         if bool(bad_s.any()):
             raise validation.fail(name, "preds", "finite scores",
                                   validation.quote(torch.stack(preds, 1)[bad_s].reshape(-1)))
@@ -183,7 +202,7 @@ def _metric(name: str, systems: int, finalize) -> Metric:
         preds, target = shapes(inputs)
         bad_t, wide, half = screen(preds, target)
         bad = bad_t | ~torch.isfinite(half)
-        labels = torch.where(bad, -1, target.to(torch.int8)).to(torch.int8)
+        labels = target.to(torch.int8).masked_fill(bad, -1)
         invalid = validation.invalid_flag(state.invalid, bad, torch.where(bad_t, target.to(torch.float64), half))
         return DelongState(state.scores + (torch.stack(wide, 1),), state.labels + (labels,), invalid)
 
