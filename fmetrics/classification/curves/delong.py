@@ -108,7 +108,8 @@ def placements(scores: torch.Tensor, positive: torch.Tensor):
         key, d = _sorted(score, dest)
         torch.lt(d, m, out=pos)
         upto_pos = _cumsum(pos)  # C_pos[i + 1]: positives up to i included
-        torch.where(pos, after, after.new_tensor(m), out=count).sub_(upto_pos)  # C_neg[i + 1] for a positive, m - C_pos[i + 1]
+        # a positive's C_neg[i + 1] (= C_neg[i]), a negative's m - C_pos[i + 1]
+        torch.where(pos, after, after.new_tensor(m), out=count).sub_(upto_pos)
         _scatter(c, d, count)
         fixes.append(_tie_counts(key, d, pos, upto_pos, m))
     out = _empty(counts.shape, torch.float64, device).copy_(counts)
