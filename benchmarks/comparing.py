@@ -218,24 +218,30 @@ def _numpy_fast_delong(a, b, t):
 @register("comparing/delong_test", domain="comparing", samples=_rows, peers=("numpy",), tolerance=1e-9)
 def delong_test(quick: bool, device="cpu"):
     """delong_test over 1e6 scores vs NumPy fast DeLong (Sun & Xu); sort_s / np_sort_s: one torch.sort /
-    numpy sort of one system's scores (the floor: the test sorts each of its 2 systems once)"""
+    numpy sort of one system's scores (the floor: the test sorts each of its 2 systems once); per_sort: a warm
+    delong_test over sort_s, each the best of 3 (the harness keeps the extras of the first call, a cold one)"""
     a, b, t = _scores(quick)
     m = fmetrics.delong_test()
 
+    def best(fn):
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
     def ours():
-        start = time.perf_counter()
-        torch.sort(a)
-        sort_s = time.perf_counter() - start
-        host = a.numpy()
-        start = time.perf_counter()
-        np.sort(host)
-        np_sort_s = time.perf_counter() - start
         start = time.perf_counter()
         out = m(a, b, t)
         seconds = time.perf_counter() - start
-        return Measured({k: out[k] for k in ("auroc_a", "auroc_b", "z")}, seconds=seconds,
-                        extra={"sort_s": round(sort_s, 4), "np_sort_s": round(np_sort_s, 4),
-                               "per_sort": round(seconds / sort_s, 2)})
+        if not ours.extra:  # once, after that cold call
+            sort_s, warm_s = best(lambda: torch.sort(a)), best(lambda: m(a, b, t))
+            ours.extra = {"sort_s": round(sort_s, 4), "np_sort_s": round(best(lambda: np.sort(a.numpy())), 4),
+                          "per_sort": round(warm_s / sort_s, 2)}
+        return Measured({k: out[k] for k in ("auroc_a", "auroc_b", "z")}, seconds=seconds, extra=ours.extra)
+
+    ours.extra = {}
 
     def numpy():
         out = _numpy_fast_delong(a.double().numpy(), b.double().numpy(), t.numpy())
