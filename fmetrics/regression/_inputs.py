@@ -116,6 +116,12 @@ def check_nan_strategy(name: str, nan_strategy) -> str:
     return validation.check_policy(name, "nan_strategy", nan_strategy, NAN_STRATEGIES)
 
 
+def nan_mode(nan_strategy: str) -> str:
+    """The update ``mode`` of a checked ``nan_strategy`` (`_shifted`, `_moments`): ``"off"`` for ``"disable"``,
+    ``"count"`` for ``"error"``, ``"drop"`` for ``"warn"`` / ``"ignore"``."""
+    return {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
+
+
 def raise_nonfinite(name: str, names, *inputs) -> None:
     """Raises quoting the non-finite values of ``inputs`` (a host read: eager CPU only); returns if there are none."""
     for arg, x in zip(names, inputs):

@@ -68,7 +68,7 @@ def family(num_outputs: int, nan_strategy: str, name: str, exact: bool = False, 
     float64 batch arithmetic (`_moments.update`)."""
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
-    mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
+    mode = _inputs.nan_mode(nan_strategy)
     if not exact:
         if squares:
             return _shifted.family("regression.residual_squares", SquaresSums, num_outputs, mode, name, "r2")

@@ -68,7 +68,7 @@ def _extremes(t: torch.Tensor) -> tuple:
 
 def _shifted_family(num_outputs: int, nan_strategy: str, name: str) -> Family:
     """The default state: shifted sums (`_shifted`, layout ``"r2"``) with the batch in the inputs' dtype."""
-    mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
+    mode = _inputs.nan_mode(nan_strategy)
 
     def init():
         zero = torch.zeros(num_outputs, dtype=accum_dtype())

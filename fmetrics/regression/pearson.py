@@ -52,7 +52,7 @@ def comoments(num_outputs: int, nan_strategy: str, name: str, exact: bool = Fals
     _inputs.check_num_outputs(name, num_outputs)
     _inputs.check_nan_strategy(name, nan_strategy)
     _inputs.check_bool(name, "exact", exact)
-    mode = {"disable": "off", "error": "count"}.get(nan_strategy, "drop")
+    mode = _inputs.nan_mode(nan_strategy)
     if not exact:
         return _shifted.family("regression.comoments", ComomentSums, num_outputs, mode, name, "pair")
 
