@@ -34,6 +34,7 @@ __all__ = [
     "cat_chunks",
     "to_device",
     "device_of",
+    "all_strings",
     "stack",
     "unstack",
     "fold",
@@ -199,15 +200,19 @@ def device_of(tree) -> Optional[torch.device]:
     return None
 
 
-def _strings(x) -> bool:
-    """A list or tuple of strings only (text inputs): a leaf without tensors, checked in one C loop (`str.join`)."""
-    if type(x) not in (list, tuple) or not x or type(x[0]) is not str:  # tensors and the rest: pytree's walk
-        return False
+def all_strings(x) -> bool:
+    """Whether every entry of the sequence ``x`` is a string, checked in one C loop (`str.join`: faster than a
+    type walk over text inputs)."""
     try:
         "".join(x)
         return True
     except TypeError:
         return False
+
+
+def _strings(x) -> bool:
+    """A non-empty list or tuple of strings only (text inputs): a leaf without tensors."""
+    return type(x) in (list, tuple) and bool(x) and type(x[0]) is str and all_strings(x)  # else pytree's walk
 
 
 def stack(states: Sequence[Any]):
