@@ -151,9 +151,9 @@ def _mi_terms(n: torch.Tensor, a: torch.Tensor, b: torch.Tensor, total: int) -> 
 
 def _expected_mi(ctx: comm.Ctx, a: torch.Tensor, b: torch.Tensor, total: int) -> float:
     """E[MI]: this rank's rows' terms (its ``a`` against every rank's ``b``; equal sizes once, weighted by their
-    multiplicities), summed over the ranks."""
+    multiplicities), summed over the ranks; a rank whose terms raise makes every rank raise (`comm.agree`)."""
     (sa, ca), (sb, cb) = (torch.unique(x, return_counts=True) for x in (a, comm.gather_rows(ctx, b)))
-    part = expected_mutual_info_terms(sa, sb, float(total), counts=(ca, cb))
+    part = comm.agree(ctx, lambda: expected_mutual_info_terms(sa, sb, float(total), counts=(ca, cb)))
     emi = torch.tensor([part], dtype=torch.float64, device=ctx.comm)
     dist.all_reduce(emi, group=ctx.group)
     return float(emi)
