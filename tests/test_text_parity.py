@@ -189,6 +189,36 @@ def test_edit_distance_batches_and_nasty_strings_vs_a_rapidfuzz_loop(cost):
         ft.edit_distance()(["a", "b"], ["a", b"b"])
 
 
+def test_edit_distance_across_the_band_cap_vs_a_rapidfuzz_loop():
+    """Long strings (the banded first pass, exact up to 31 edits, then the full kernel past it): distances on
+    both sides of the cap, equal strings, a long and a short side, and a batch of short strings (one pass)."""
+    Levenshtein = pytest.importorskip("rapidfuzz.distance.Levenshtein")
+    rng = np.random.default_rng(5)
+    alphabet = list("abcd \u00e9\U0001f600")
+
+    def edited(s, k):  # k random substitutions, deletions and insertions
+        s = list(s)
+        for op in rng.integers(0, 3, size=k):
+            i = int(rng.integers(0, len(s)))
+            if op == 0:
+                s[i] = str(rng.choice(alphabet))
+            elif op == 1 and len(s) > 1:
+                del s[i]
+            else:
+                s.insert(i, str(rng.choice(alphabet)))
+        return "".join(s)
+
+    refs = ["".join(rng.choice(alphabet, size=int(n))) for n in rng.integers(65, 400, size=120)]
+    preds = [edited(r, k) for r, k in zip(refs, [*range(25, 45), *rng.integers(0, 120, size=100)])]
+    preds += ["x" * 300, refs[0], "y"]
+    refs += ["x" * 300, refs[0], "z" * 500]
+    short = [("ab" * 20, "ba" * 20), ("a" * 40, "b" * 50)]
+    for p, t in (preds, refs), tuple(map(list, zip(*short))):
+        want = [Levenshtein.distance(a, b) for a, b in zip(p, t)]
+        assert any(31 < w for w in want) and any(0 < w <= 31 for w in want)
+        assert ft.edit_distance(reduction="none")(p, t).tolist() == want
+
+
 @pytest.mark.parametrize("language", ["en", "ja"])
 @pytest.mark.parametrize("kw", [{}, {"alpha": 1.0, "rho": 0.5, "deletion": 0.4, "insertion": 0.7}])
 def test_extended_edit_distance_vs_torchmetrics(language, kw):

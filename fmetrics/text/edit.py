@@ -26,12 +26,29 @@ class EditDistanceAll(NamedTuple):
     scores: Any  # per-pair distances (chunks), for reduction='none'
 
 
+# The widest cutoff whose band (2k + 1 diagonals) fits one 64-bit word: rapidfuzz's single-word banded kernel.
+_BAND = 31
+
+
 def _distances(name: str, cost: int, preds: Any, target: Any) -> np.ndarray:
-    """The distance of every pair (a uint32 array), in one rapidfuzz call over the batch."""
+    """The distance of every pair (a uint32 array), in rapidfuzz calls over the whole batch.
+
+    At cost 1 with strings longer than a machine word (64 characters on average), a first pass caps the
+    distance at ``_BAND`` (exact up to it, ``_BAND + 1`` beyond: rapidfuzz's banded kernel, one word per
+    character instead of a block of words); the pairs past the cap are then computed in full.
+    """
     p, t = pair_lists(name, preds, target)
     rf = require(name, "rapidfuzz")
-    weights = {} if cost == 1 else {"weights": (1, 1, cost)}  # cost 1: rapidfuzz's uniform kernel
-    return rf.process.cpdist(p, t, scorer=rf.distance.Levenshtein.distance, workers=1, scorer_kwargs=weights)
+    cpdist, lev = rf.process.cpdist, rf.distance.Levenshtein.distance
+    if cost != 1:
+        return cpdist(p, t, scorer=lev, workers=1, scorer_kwargs={"weights": (1, 1, cost)})
+    if sum(map(len, p)) <= 64 * len(p):  # short strings: one word holds a whole row, no band to gain
+        return cpdist(p, t, scorer=lev, workers=1)  # rapidfuzz's uniform kernel
+    d = cpdist(p, t, scorer=lev, workers=1, score_cutoff=_BAND)
+    far = np.flatnonzero(d > _BAND).tolist()
+    if far:
+        d[far] = cpdist([p[i] for i in far], [t[i] for i in far], scorer=lev, workers=1)
+    return d
 
 
 @factory
