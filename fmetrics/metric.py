@@ -32,7 +32,7 @@ __all__ = ["Metric", "from_output"]
 
 _FIELDS = ("init", "update", "merge", "finalize", "name", "state_key", "reductions", "recipe", "check",
            "inputs", "shared", "finish", "higher_is_better", "is_differentiable", "bounds", "host_input", "weigh_rows",
-           "host_rows")
+           "host_rows", "finalize_stacked")
 
 
 class Metric:
@@ -75,6 +75,11 @@ class Metric:
         fields: the batch's one-row states ``update(init(), row_i)`` stacked on a
         leading axis, in one call (wrappers that weigh rows otherwise update one
         row at a time). `replace` drops it when ``update`` or ``inputs`` change.
+      finalize_stacked: optional ``finalize_stacked(states) -> (R,)``: the
+        values of ``R`` states stacked on a leading axis, in one call, equal to
+        `finalize` on each (the paired tests' replicates). `replace` drops it
+        when ``finalize``, ``shared`` or ``finish`` change; without it each
+        replicate is finalized on its own.
 
     Example::
 
@@ -111,6 +116,7 @@ class Metric:
         host_input: bool = False,
         weigh_rows: Optional[Callable[[Any, torch.Tensor], Any]] = None,
         host_rows: Optional[Callable[..., Any]] = None,
+        finalize_stacked: Optional[Callable[[Any], torch.Tensor]] = None,
     ):
         if finalize is None:
             if finish is None:
@@ -125,7 +131,7 @@ class Metric:
                       reductions=reductions, recipe=recipe, check=check, inputs=inputs, shared=shared,
                       finish=finish, higher_is_better=higher_is_better, is_differentiable=is_differentiable,
                       bounds=tuple(bounds), host_input=host_input,
-                      weigh_rows=weigh_rows, host_rows=host_rows)
+                      weigh_rows=weigh_rows, host_rows=host_rows, finalize_stacked=finalize_stacked)
         for k, v in values.items():
             object.__setattr__(self, "_" + k, v)
         object.__setattr__(self, "_cats", _has_cat(reductions))
@@ -145,6 +151,7 @@ class Metric:
     host_input = property(lambda self: self._host_input)
     weigh_rows = property(lambda self: self._weigh_rows)
     host_rows = property(lambda self: self._host_rows)
+    finalize_stacked = property(lambda self: self._finalize_stacked)
 
     @property
     def state_key(self) -> Optional[Hashable]:
@@ -255,6 +262,8 @@ class Metric:
             fields["finalize"] = None
         if "host_rows" not in changes and ("update" in changes or "inputs" in changes):
             fields["host_rows"] = None  # the rows of the old update
+        if "finalize_stacked" not in changes and {"finalize", "shared", "finish"} & set(changes):
+            fields["finalize_stacked"] = None  # the values of the old finalize
         fields.update(changes)
         return Metric(**fields)
 

@@ -64,6 +64,30 @@ def test_replace_drops_host_rows_with_a_new_update():
     assert m.from_output("p", "t").host_rows is None
 
 
+@pytest.mark.parametrize("make", [lambda: ft.bleu_score(), lambda: ft.bleu_score(n_gram=2, smooth=True),
+                                  lambda: ft.sacre_bleu_score(weights=[0.5, 0.5, 0, 0])])
+def test_finalize_stacked_equals_finalize_of_each_state(make):
+    """`Metric.finalize_stacked` of R stacked states is `finalize` of each (an empty state gives nan, as finalize)."""
+    m = make()
+    preds, refs = multi_refs(11, 40)
+    states = [m.update(m.init(), preds[i:i + 7], refs[i:i + 7]) for i in range(0, 35, 7)]
+    stacked = type(states[0])(*(torch.stack(f) for f in zip(*states)))
+    want = torch.stack([m.finalize(s) for s in states])
+    assert torch.equal(m.finalize_stacked(stacked), want)
+    with pytest.warns(UserWarning):
+        got = m.finalize_stacked(type(stacked)(*(torch.stack([f[0], torch.zeros_like(f[0])]) for f in stacked)))
+    assert got[0] == want[0] and torch.isnan(got[1])
+
+
+def test_replace_drops_finalize_stacked_with_a_new_finalize():
+    m = ft.bleu_score()
+    assert m.replace(name="x").finalize_stacked is m.finalize_stacked
+    assert m.from_output("p", "t").finalize_stacked is m.finalize_stacked
+    assert m.replace(update=m.update).finalize_stacked is m.finalize_stacked  # same states, same values
+    for field in ("finalize", "finish"):
+        assert m.replace(**{field: getattr(m, field)}).finalize_stacked is None
+
+
 def test_paired_bootstrap_with_rows_equals_one_update_per_sentence():
     """The paired wrapper's fast path (rows in one call) gives the values of its one-update-per-row path."""
     preds, refs = multi_refs(9, 60)

@@ -111,19 +111,6 @@ def bleu_from_stats(preds_len, target_len, numerator, denominator, weights: Sequ
     return bp * math.exp(log_p)
 
 
-def replicate_values(metric: Metric, stacked: BleuState) -> torch.Tensor:
-    """``(R,)`` float64: the value of each of ``R`` stacked states (every field with a leading replicate axis) of a
-    `bleu_score` / `sacre_bleu_score` as its recipe made it -- its finalize on each, from one host copy of the
-    statistics (the paired tests' replicates)."""
-    args = metric.recipe.arguments
-    w = _weights(metric.name, args["n_gram"], args["weights"])
-    values = [bleu_from_stats(c, r, num, den, w, bool(args["smooth"])) if n else math.nan
-              for c, r, num, den, n in zip(*(x.tolist() for x in stacked))]
-    if not all(stacked.sentences.tolist()):
-        empty(metric.name, 0)
-    return torch.tensor(values, dtype=torch.float64)
-
-
 def _metric(name, fam, n_gram, smooth, weights) -> Metric:
     w = _weights(name, n_gram, weights)
 
@@ -133,7 +120,16 @@ def _metric(name, fam, n_gram, smooth, weights) -> Metric:
         v = bleu_from_stats(s.preds_len, s.target_len, s.numerator, s.denominator, w, smooth)
         return torch.tensor(v, dtype=torch.float64)
 
-    return fam.metric(name, finish, higher_is_better=True, is_differentiable=False, bounds=(0.0, 1.0))
+    def finalize_stacked(stacked: BleuState) -> torch.Tensor:
+        """``(R,)`` float64: `finish` of each of ``R`` stacked states, from one host copy of the statistics."""
+        values = [bleu_from_stats(c, r, num, den, w, smooth) if n else math.nan
+                  for c, r, num, den, n in zip(*(x.tolist() for x in stacked))]
+        if not all(stacked.sentences.tolist()):
+            empty(name, 0)
+        return torch.tensor(values, dtype=torch.float64)
+
+    return fam.metric(name, finish, finalize_stacked=finalize_stacked, higher_is_better=True,
+                      is_differentiable=False, bounds=(0.0, 1.0))
 
 
 def _weights(name: str, n_gram: Any, weights: Optional[Sequence[float]]) -> list:

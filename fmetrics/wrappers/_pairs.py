@@ -250,7 +250,7 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             reps_b.append(metric.finalize(rep_b))
         return summary(value_a, value_b, _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
 
-    all_at_once = _replicate_values(metric)
+    all_at_once = metric.finalize_stacked
 
     def num_rows(every):
         if not metric.host_input:
@@ -283,16 +283,6 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
     return Metric(init=init, update=update, merge=merge, finalize=finalize, name=f"{name}({metric.name})",
                   state_key=key, reductions=reductions, check=check, is_differentiable=False,
                   host_input=metric.host_input)
-
-
-def _replicate_values(metric: Metric) -> Callable[[Any], torch.Tensor] | None:
-    """``values(stacked) -> (R,)``: every replicate's value in one call where the metric's module computes them so
-    (BLEU, as its factory made it: no replaced field), else ``None`` (one finalize per replicate)."""
-    if metric.recipe is not None and metric.recipe.module == "fmetrics.text.bleu":
-        from fmetrics.text.bleu import replicate_values
-
-        return lambda stacked: replicate_values(metric, stacked)
-    return None
 
 
 def _joined(x, y):
