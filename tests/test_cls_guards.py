@@ -384,6 +384,30 @@ def test_top1_labels_are_torch_argmax_and_count_as_sklearn(dtype):
     assert _format.top1_labels("m", x.half(), t, c) is None
 
 
+def test_top1_labels_split_over_threads_match_one_thread():
+    """``torch.get_num_threads() > 1``: a large batch's rows go to several threads (`_format._PART`
+    scores each at least); labels, NaN rows (one in each part) and counts as on one thread."""
+    g = torch.Generator().manual_seed(13)
+    n, c = 3 * _format._PART // 100 + 7, 100
+    x, t = torch.randn(n, c, generator=g), torch.randint(0, c, (n,), generator=g)
+    x[5, 3] = x[n - 2, 0] = float("nan")
+    threads = torch.get_num_threads()
+    try:
+        for k in (1, 2, 3):
+            torch.set_num_threads(k)
+            labels, nan = _format._host_argmax(x)
+            assert torch.equal(torch.from_numpy(labels)[~torch.from_numpy(nan)], x.argmax(1)[~torch.from_numpy(nan)])
+            assert np.flatnonzero(nan).tolist() == [5, n - 2]
+            with pytest.raises(ValueError, match=r"found nan \(2 rows\)$"):
+                _format.top1_labels("m", x, t, c)
+            got = fm.multiclass_stat_scores(num_classes=c, average="none")(x[6:n - 2], t[6:n - 2])
+            cm = skm.confusion_matrix(t[6:n - 2].numpy(), x[6:n - 2].argmax(1).numpy(), labels=np.arange(c))
+            np.testing.assert_array_equal(got[:, 0].numpy(), np.diag(cm))
+            np.testing.assert_array_equal(got[:, 4].numpy(), cm.sum(1))
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_top1_path_raises_on_nan_rows_with_the_state_untouched():
     g = torch.Generator().manual_seed(12)
     x, t = torch.randn(2**15 // 100 + 1, 100, generator=g), torch.randint(0, 100, (2**15 // 100 + 1,), generator=g)

@@ -20,7 +20,8 @@ Counting (no host sync):
   score (torchmetrics' definition). Counts come from one ``scatter_add``, or,
   when every entry counts, from ``bincount`` (top-1 scores on the eager CPU
   path: numpy's row ``argmax`` and nothing else over the scores,
-  `_format.top1_labels`); ``tp, fp, tn, fn`` are derived in ``finalize``.
+  `_format.top1_labels`, then numpy's ``bincount``); ``tp, fp, tn, fn`` are
+  derived in ``finalize``.
 
 Validation: on CPU in eager mode the family's ``check`` raises at once on a
 bad value (the state is untouched) and ``update`` then counts without masks;
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 from typing import Callable, Literal, NamedTuple, Optional
 
+import numpy as np
 import torch
 
 from fmetrics import validation
@@ -84,6 +86,11 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
     return torch.stack([tgt.sum(dims), pos.sum(dims), (pos & tgt).sum(dims), keep.sum(dims)], dim=-2)
 
 
+def _pairs_pay(c: int, n: int) -> bool:
+    """One ``bincount`` of ``C^2`` (target, label) pairs beats three of ``C`` bins for ``n`` entries."""
+    return c * c <= 4 * n + 4096
+
+
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool, complete: bool = False):
     """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C)]``: ``(3C,)`` or
     ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``). ``complete`` (every entry
@@ -94,7 +101,7 @@ def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool,
     if complete and not samplewise:
         # [:c*c] / [:c]: the state keeps its shape when validate_args=False lets a target >= C through
         target, labels = target.reshape(-1), labels.reshape(-1)
-        if c * c <= 4 * target.numel() + 4096:
+        if _pairs_pay(c, target.numel()):
             pairs = torch.bincount(target * c + labels, minlength=c * c)[:c * c].view(c, c)
             return torch.cat([pairs.sum(1), pairs.sum(0), pairs.diagonal()])
         hit = torch.where(labels == target, target, c)  # tp: the target where the label hits, else bin c
@@ -106,6 +113,16 @@ def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool,
         return bins.scatter_add(1, index, src)
     bins = torch.zeros(3 * c, dtype=torch.int64, device=labels.device)
     return bins.scatter_add(0, index.reshape(-1), src.reshape(-1))
+
+
+def _host_counts(labels: torch.Tensor, target: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """`_multiclass_counts` of a complete global CPU batch (the eager top-1 path): numpy's ``bincount``
+    and sums cost about half of torch's fixed cost per op on a few thousand labels."""
+    c = num_classes
+    if not _pairs_pay(c, target.numel()):
+        return _multiclass_counts(labels, target, None, c, False, complete=True)
+    pairs = np.bincount(target.numpy() * c + labels.numpy(), minlength=c * c).reshape(c, c)
+    return torch.from_numpy(np.concatenate([pairs.sum(1), pairs.sum(0), pairs.diagonal()]))
 
 
 def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:
@@ -173,8 +190,8 @@ def stat_scores_family(name: str, task: str, num: int, *, threshold: float = 0.5
         if task == "multiclass":
             labels = _format.top1_labels(name, preds, target, num) if raise_nan and plain_top1 else None
             if labels is not None:  # checked eagerly: every entry counts, nothing to record
-                counts = _multiclass_counts(labels, target, None, num, samplewise, complete=True)
-                return StatScoresState(state.counts + counts, _format.flag(state.invalid, None))
+                return StatScoresState(state.counts + _host_counts(labels, target, num),
+                                       _format.flag(state.invalid, None))
             f = _format.multiclass_inputs(name, preds, target, num, ignore_index, samplewise, count, top_k, raise_nan)
             counts = _multiclass_counts(f.preds, f.target, f.keep, num, samplewise, f.complete)
         else:
