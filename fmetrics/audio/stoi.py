@@ -127,31 +127,37 @@ def _toeplitz(w: torch.Tensor, down: int) -> torch.Tensor:
         terms, block * down, block * up)
 
 
-def resample(x: torch.Tensor, fs: int, plan=None) -> torch.Tensor:
-    """``resample_poly(x, 10000, fs, window=pystoi's)`` along the last axis of a ``(B, time)`` tensor.
+def resample(x, fs: int, plan=None) -> torch.Tensor:
+    """``resample_poly(x, 10000, fs, window=pystoi's)`` along the last axis of a ``(B, time)`` tensor (or of
+    a tuple of them: their ``(B, k, time)`` stack, as ``(B k, time)``).
 
-    The signals, padded and cut in rows of ``L down`` samples (a view), times
-    the `_toeplitz` slices: ``terms`` dense products on shifted row ranges
-    (no copies), whose rows are blocks of ``L up`` outputs in order (5x faster
-    than FFT convolution at 16 kHz, 1.5x faster than a strided ``conv1d``).
+    The signals, padded and cut in rows of ``L down`` samples (a view of one
+    copy), times the `_toeplitz` slices: ``terms`` dense products on shifted
+    row ranges, accumulated in place, whose rows are blocks of ``L up``
+    outputs in order (5x faster than FFT convolution at 16 kHz, 1.5x faster
+    than a strided ``conv1d``).
     """
     if plan is None:  # (computed outside any trace by the factory: numpy filter design)
         plan = resample_plan(fs)
+    xs = x if isinstance(x, tuple) else (x,)
+    b, n = xs[0].shape
     if plan is None:
-        return x
+        return torch.stack(xs, 1).reshape(-1, n) if isinstance(x, tuple) else x
     up, down, pad, toeplitz = plan
-    toeplitz = toeplitz.to(dtype=x.dtype, device=x.device)
+    toeplitz = toeplitz.to(dtype=xs[0].dtype, device=xs[0].device)
     terms, width, cols = toeplitz.shape
-    b, n = x.shape
     n_out = -(-n * up // down)
     blocks = -(-n_out // cols)
     rows = blocks + terms - 1  # per signal
-    xp = torch.nn.functional.pad(x, (pad, max(0, rows * width - pad - n)))[:, :rows * width].reshape(b * rows, width)
-    last = b * rows - terms + 1  # rows of products (those straddling two signals are dropped)
+    zero = xs[0].new_zeros(())
+    left, right = zero.expand(b, pad), zero.expand(b, max(0, rows * width - pad - n))
+    xp = torch.cat([part for s in xs for part in (left, s[:, :rows * width - pad], right)], -1)
+    xp = xp.reshape(b * len(xs) * rows, width)
+    last = xp.shape[0] - terms + 1  # rows of products (those straddling two signals are dropped)
     out = xp[:last] @ toeplitz[0]
     for j in range(1, terms):
-        out = torch.addmm(out, xp[j:j + last], toeplitz[j])
-    return out.unfold(0, blocks, rows).transpose(1, 2).reshape(b, blocks * cols)[:, :n_out]
+        out = out.addmm_(xp[j:j + last], toeplitz[j])
+    return out.unfold(0, blocks, rows).transpose(1, 2).reshape(-1, blocks * cols)[:, :n_out]
 
 
 @functools.lru_cache(maxsize=None)
@@ -213,64 +219,59 @@ def frame_count(n: int) -> int:
     return max(0, -(-(n - N_FRAME) // HOP))
 
 
-def _kept_frames(target: torch.Tensor, w: torch.Tensor, frames: int):
-    """``(order, kept)`` of ``(B, time)`` targets: each example's frames within 40 dB of its loudest first, in
-    their order (a stable sort of the drop flag), ``(B, F)``, and their count, ``(B,)``."""
-    raw = target.unfold(-1, N_FRAME, HOP)[:, :frames]  # (B, F, 256) view
-    energy = 20 * torch.log10(torch.linalg.vector_norm(raw * w, dim=-1) + EPS)
-    keep = (energy.amax(-1, keepdim=True) - DYN_RANGE - energy) < 0
-    return torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True), keep.sum(-1)
+def _frame_energy(target: torch.Tensor, w: torch.Tensor, frames: int) -> torch.Tensor:
+    """``(B, F)`` squared norms of the Hann-windowed frames of ``(B, time)`` targets: per 128-sample chunk
+    ``c`` the products ``c^2 w1^2`` and ``c^2 w2^2`` (one small product), frame ``f`` the first of chunk
+    ``f`` plus the second of chunk ``f + 1``."""
+    sq = target[:, :(frames + 1) * HOP].reshape(-1, frames + 1, HOP).square()
+    e = sq @ w.reshape(2, HOP).T.square()  # (B, F + 1, 2)
+    return e[:, :-1, 0] + e[:, 1:, 1]
 
 
-def _overlap_add(x: torch.Tensor, w: torch.Tensor, order: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
-    """The overlap-added kept frames of ``(B, time)`` signals as ``(B, F, 128)`` halves.
+def _kept_frames(energy: torch.Tensor):
+    """``(first, second, kept)`` of ``(B, F)`` frame energies (`_frame_energy`) for `_overlap_add`.
 
-    With ``w = [w1, w2]`` (the window's halves) and ``o_j`` the ``j``-th kept
-    frame, half ``j`` is ``w1 c[o_j] + w2 c[o_{j-1} + 1]`` (``c[f]``: the
-    ``f``-th 128-sample chunk; a dropped frame reads a zero chunk): one row
-    gather from the chunks weighted by ``w1`` and ``w2``, no frame copies.
+    A frame is kept when its energy is within 40 dB of the loudest; a stable
+    sort of the drop flag puts each example's kept frames first (in order):
+    ``o_j``, ``(B, F)``. ``first[j] = o_j`` and ``second[j] = o_{j-1} + 1`` (the
+    chunks of half ``j``), ``F + 1`` (a zero chunk) past the ``kept`` frames.
     """
-    b, frames = order.shape
-    live = torch.arange(frames, device=x.device) < kept.unsqueeze(-1)
+    frames = energy.shape[-1]
+    level = 20 * torch.log10(energy.sqrt() + EPS)
+    keep = (level.amax(-1, keepdim=True) - DYN_RANGE - level) < 0
+    order = torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True)
+    kept = keep.sum(-1)
+    live = torch.arange(frames, device=energy.device) < kept.unsqueeze(-1)
     zero = torch.full_like(order, frames + 1)
     first = torch.where(live, order, zero)
     second = torch.cat([zero[:, :1], torch.where(live, order + 1, zero)[:, :-1]], -1)
-    rows = b * (frames + 2)
-    base = torch.arange(0, rows, frames + 2, device=x.device).unsqueeze(-1)
-    index = torch.stack([base + first, rows + base + second], -1)  # (B, F, 2)
-    chunks = torch.nn.functional.pad(x[:, :(frames + 1) * HOP], (0, HOP)).reshape(rows, HOP)
-    table = (chunks * w.reshape(2, 1, HOP)).reshape(2 * rows, HOP)  # w1 c, then w2 c
-    return table.index_select(0, index.reshape(-1)).reshape(b, frames, 2, HOP).sum(-2)
+    return first, second, kept
+
+
+def _overlap_add(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """The overlap-added kept frames of ``(B, 2, time)`` signal pairs as ``(B, 2, F, 128)`` halves.
+
+    With ``w = [w1, w2]`` (the window's halves), half ``j`` is ``w1 c[first_j]
+    + w2 c[second_j]`` (``c[f]``: the ``f``-th 128-sample chunk; past the
+    signal a zero chunk): one row gather from the chunks of both signals
+    weighted by ``w1`` and ``w2``, no frame copies.
+    """
+    b, frames = first.shape
+    base = torch.arange(0, 2 * b * (frames + 2), frames + 2, device=z.device).reshape(b, 2, 1)
+    index = torch.stack([base + first.unsqueeze(1), base + second.unsqueeze(1)], -1)  # (B, 2, F, 2)
+    index = 2 * index + torch.arange(2, device=z.device)  # row 2 r + i: chunk r weighted by w_{i+1}
+    chunks = torch.nn.functional.pad(z[..., :(frames + 1) * HOP], (0, HOP)).reshape(-1, 1, HOP)
+    table = (chunks * w.reshape(2, HOP)).reshape(-1, HOP)
+    return table.index_select(0, index.reshape(-1)).reshape(b, 2, frames, 2, HOP).sum(-2)
 
 
 def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """``(B, 15, F - 1)`` one-third-octave envelopes of `_overlap_add` halves ``h``: STFT frame ``j`` is
-    ``[w1 h_j, w2 h_{j+1}]``, zero-padded to 512; a band's energy is the squared norm of its bins."""
-    b, frames, _ = h.shape
-    stft_frames = torch.cat([h[:, :-1] * w[:HOP], h[:, 1:] * w[HOP:],
-                             h.new_zeros(()).expand(b, frames - 1, NFFT - N_FRAME)], -1)
-    spec = torch.view_as_real(torch.fft.rfft(stft_frames, dim=-1))  # (B, F - 1, 257, 2)
+    """``(..., 15, F - 1)`` one-third-octave envelopes of `_overlap_add` halves ``h``, ``(..., F, 128)``:
+    STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512; a band's
+    energy is the squared norm of its bins."""
+    frames = h.flatten(-2).unfold(-1, N_FRAME, HOP) * w  # (..., F - 1, 256)
+    spec = torch.view_as_real(torch.fft.rfft(torch.nn.functional.pad(frames, (0, NFFT - N_FRAME)), dim=-1))
     return torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
-
-
-def _band_envelopes(z: torch.Tensor, w: torch.Tensor):
-    """Silent-frame removal and one-third-octave envelopes of ``(B, 2, time)`` (target, preds) at 10 kHz
-    (``w``: the Hann window in their dtype).
-
-    Returns ``(tob, kept)``: ``(B, 2, 15, F - 1)`` band envelopes of the
-    overlap-added kept frames (frames ``>= kept - 1`` are padding) and the
-    number of kept frames per example, ``(B,)``. One signal at a time (half
-    the peak memory: fewer page faults when the allocator returns it).
-    """
-    order, kept = _kept_frames(z[:, 0], w, frame_count(z.shape[-1]))
-    tob = [_envelopes(_overlap_add(z[:, i], w, order, kept), w) for i in range(2)]
-    return torch.stack(tob, 1), kept
-
-
-def _windows(v: torch.Tensor) -> torch.Tensor:
-    """Every window of ``N`` consecutive frames of ``(..., frames)``, copied as ``(..., N, S)`` (windows last:
-    reductions over a window are vectorized over windows)."""
-    return v.unfold(-1, N, 1).transpose(-1, -2).clone(memory_format=torch.contiguous_format)
 
 
 def _masked_mean(d: torch.Tensor, windows: torch.Tensor) -> torch.Tensor:
@@ -281,25 +282,34 @@ def _masked_mean(d: torch.Tensor, windows: torch.Tensor) -> torch.Tensor:
     return torch.where(windows > 0, total / windows.clamp(min=1), TOO_SHORT)
 
 
+def _window_sums(v: torch.Tensor) -> torch.Tensor:
+    """Sums over every window of ``N`` consecutive frames of ``(..., frames)``: ``(..., S)`` (through a view)."""
+    return v.unfold(-1, N, 1).sum(-1)
+
+
 def _stoi(tob: torch.Tensor) -> torch.Tensor:
     """Per-window STOI of ``(B, 2, 15, F)`` envelopes: ``(B, S)``, the mean over bands of the clipped correlations.
 
     Per band and window: ``y' = min(y |x| / (|y| + eps), x (1 + 10^(-beta/20)))``,
     then the correlation of ``y'`` and ``x`` (centered, divided by norm + eps).
-    Computed on ``y' / clip`` (the correlation is scale-free; its norm is scaled back).
+    Computed on ``y' / clip`` (the correlation is scale-free; its norm is scaled
+    back). Only ``y'`` is materialized, windows last, ``(B, 15, S, N)``; the
+    target's window statistics come from sums through views, about its band
+    mean ``mu`` (``sum (x - xbar) y' = sum (x - mu) y'`` for a centered ``y'``).
     """
     x, y = tob[:, 0], tob[:, 1]
     clip = 1 + 10 ** (-BETA / 20)
-    norm_x = x.square().unfold(-1, N, 1).sum(-1).sqrt()  # (B, 15, S): window sums through a view
-    norm_y = y.square().unfold(-1, N, 1).sum(-1).sqrt()
-    yp = _windows(y).mul_((norm_x / ((norm_y + EPS) * clip)).unsqueeze(-2))
-    yp = yp.clamp_max_(x.unfold(-1, N, 1).transpose(-1, -2))  # (B, 15, N, S)
-    yp = yp.sub_(yp.mean(-2, keepdim=True))
-    xc = _windows(x)
-    xc = xc.sub_(xc.mean(-2, keepdim=True))
-    ny = (yp * yp).sum(-2).sqrt() * clip + EPS
-    nx = (xc * xc).sum(-2).sqrt() + EPS
-    return ((yp * xc).sum(-2) * clip / (ny * nx)).mean(1)
+    mu = x.mean(-1, keepdim=True)
+    xs = x - mu
+    sx, sxx = _window_sums(xs), _window_sums(xs * xs)  # (B, 15, S)
+    norm_x = (sxx + mu * (2 * sx + N * mu)).sqrt()  # |x| of each window: sum x^2 = sum (xs + mu)^2
+    norm_y = _window_sums(y * y).sqrt()
+    yp = y.unfold(-1, N, 1) * (norm_x / ((norm_y + EPS) * clip)).unsqueeze(-1)
+    yp = yp.clamp_max_(x.unfold(-1, N, 1))
+    yp = yp.sub_(yp.mean(-1, keepdim=True))
+    ny = torch.linalg.vector_norm(yp, dim=-1) * clip + EPS
+    nx = (sxx - sx * sx / N).clamp_min(0).sqrt() + EPS
+    return (yp.mul_(xs.unfold(-1, N, 1)).sum(-1) * clip / (ny * nx)).mean(1)
 
 
 def _estoi(tob: torch.Tensor) -> torch.Tensor:
@@ -308,23 +318,35 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
     Each 15 x 30 window is centered and normalized per band (over frames),
     then centered per frame (over bands); the value is the mean over frames of
     the column correlations. A constant row or column normalizes to zero.
+    Windows last, ``(B, 2, 15, S, N)``: the band reductions run over contiguous
+    ``(S, N)`` planes.
     """
-    w = _windows(tob)  # (B, 2, 15, N, S)
-    w = w.sub_(w.mean(-2, keepdim=True))
-    norm = (w * w).sum(-2, keepdim=True).sqrt()
+    w = tob.unfold(-1, N, 1)
+    w = w - w.mean(-1, keepdim=True)
+    norm = torch.linalg.vector_norm(w, dim=-1, keepdim=True)
     w = w.mul_(torch.where(norm > 0, 1 / norm, 0.0))
     w = w.sub_(w.mean(2, keepdim=True))
-    norm = (w * w).sum(2).sqrt()  # (B, 2, N, S)
-    den = norm[:, 0] * norm[:, 1]
-    return torch.where(den > 0, (w[:, 0] * w[:, 1]).sum(1) / den, 0.0).mean(1)
+    sq = (w * w).sum(2)  # (B, 2, S, N): squared column norms (vector_norm over a middle axis is slow)
+    den = (sq[:, 0] * sq[:, 1]).sqrt()
+    return torch.where(den > 0, (w[:, 0] * w[:, 1]).sum(1) / den, 0.0).mean(-1)
 
 
-def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan) -> torch.Tensor:
-    """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64."""
-    z = resample(torch.stack([x, y], 1).flatten(0, 1), fs, plan)
-    tob, kept = _band_envelopes(z.reshape(x.shape[0], 2, z.shape[-1]), hann)
-    d = _estoi(tob) if extended else _stoi(tob)
-    return _masked_mean(d.double(), kept - N)
+def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan, step: int) -> torch.Tensor:
+    """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64: resampling,
+    overlap-add and envelopes ``step`` examples at a time (cache-sized), the rest at once."""
+    starts = range(0, x.shape[0], step)
+    z = [resample((x[i:i + step], y[i:i + step]), fs, plan) for i in starts]
+    z = [zi.reshape(-1, 2, zi.shape[-1]) for zi in z]
+    frames = frame_count(z[0].shape[-1])
+    first, second, kept = _kept_frames(_cat([_frame_energy(zi[:, 0], hann, frames) for zi in z]))
+    tob = [_envelopes(_overlap_add(zi, hann, first[i:i + step], second[i:i + step]), hann) for zi, i in zip(z, starts)]
+    if not extended:  # STOI's windows at once (one materialized tensor); ESTOI's (two and their temporaries) per pass
+        tob = [_cat(tob)]
+    return _masked_mean(_cat([(_estoi if extended else _stoi)(t) for t in tob]).double(), kept - N)
+
+
+def _cat(parts: list) -> torch.Tensor:
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bool = False,
@@ -332,8 +354,7 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     """Per-example STOI (or extended STOI) of ``(..., time)`` signals sampled at ``fs``, float64 values.
 
     Computed in float64 for float64 inputs (pystoi's precision), else in float32. On the CPU (eager)
-    the examples go in passes of about `CHUNK` samples (cache-sized: at 8 x 4 s, 1.4-1.5x faster than
-    one pass).
+    the signal stages take about `CHUNK` samples at a time (cache-sized).
     """
     shape = preds.shape[:-1]
     dtype = torch.float64 if preds.dtype == torch.float64 else torch.float32
@@ -354,9 +375,7 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     step = x.shape[0]
     if x.device.type == "cpu" and not torch.compiler.is_compiling():
         step = max(1, CHUNK // n)
-    values = [_values(x[i:i + step], y[i:i + step], fs, extended, hann, device_plan)
-              for i in range(0, x.shape[0], step)]
-    return (values[0] if len(values) == 1 else torch.cat(values)).reshape(shape)
+    return _values(x, y, fs, extended, hann, device_plan, step).reshape(shape)
 
 
 @factory
