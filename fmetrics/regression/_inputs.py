@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from fmetrics import validation
@@ -135,9 +134,9 @@ def raise_nonfinite(name: str, names, *inputs) -> None:
 
 def check_sum(name: str, names, total, *inputs) -> None:
     """The eager check inside an ``update`` that sums its inputs anyway: a non-finite ``total`` (batch sums
-    the update computed: a tensor, or a numpy array summed as Python floats, faster than a numpy call for a
-    few values) means a non-finite input; the state is untouched since nothing is returned."""
-    if not math.isfinite(sum(total.ravel().tolist()) if isinstance(total, np.ndarray) else total.sum()):
+    the update computed: a CPU tensor or a numpy array, summed as Python floats, faster than a numpy or torch
+    call for a few values) means a non-finite input; the state is untouched since nothing is returned."""
+    if not math.isfinite(sum(total.ravel().tolist())):
         raise_nonfinite(name, names, *inputs)
 
 
