@@ -81,6 +81,24 @@ def test_stoi_silence_edges(fs):
             assert abs(g.item() - w.item()) <= 1e-10, (name, g.item(), w.item())
 
 
+@pytest.mark.parametrize("extended", [False, True], ids=["stoi", "estoi"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_stoi_band_level_swings(dtype, extended):
+    # a 300 Hz tone gated on and off over steady noise: the frames are all kept, but one band's envelope swings
+    # by up to 60 dB between windows (a one-pass window variance loses all float32 precision here)
+    fs, n = 10000, 30000
+    g = torch.Generator().manual_seed(3)
+    time = torch.arange(n, dtype=torch.float64) / fs
+    gate = ((1.5 * time).floor() % 2 == 0).double()
+    t = torch.stack([0.01 * torch.randn(n, generator=g, dtype=torch.float64) + 0.01 * amp * gate
+                     * torch.sin(2 * torch.pi * 300 * time) + 0.03 * (1 - gate) * torch.sin(2 * torch.pi * 1000 * time)
+                     for amp in (10.0, 100.0, 1000.0)])
+    p = t + 0.005 * torch.randn(t.shape, generator=g, dtype=torch.float64)
+    got = S.stoi_values(p.to(dtype), t.to(dtype), fs, extended)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(got, _oracle(p.to(dtype), t.to(dtype), fs, extended), rtol=0, atol=tol)
+
+
 @pytest.mark.parametrize("extended", [False, True])
 def test_stoi_short_signals(extended):
     # 4,224 samples at 10 kHz is the shortest with 30 frames; shorter ones score 1e-5 like pystoi

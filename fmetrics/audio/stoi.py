@@ -298,23 +298,23 @@ def _stoi(tob: torch.Tensor) -> torch.Tensor:
     Per band and window: ``y' = min(y |x| / (|y| + eps), x (1 + 10^(-beta/20)))``,
     then the correlation of ``y'`` and ``x`` (centered, divided by norm + eps).
     Computed on ``y' / clip`` (the correlation is scale-free; its norm is scaled
-    back). Only ``y'`` is materialized, windows last, ``(B, 15, S, N)``; the
-    target's window statistics come from sums through views, about its band
-    mean ``mu`` (``sum (x - xbar) y' = sum (x - mu) y'`` for a centered ``y'``).
+    back). Windows last, ``(B, 15, S, N)``, from views of the envelopes: the
+    window norms are sums through views; the centered ``y'`` and ``x`` are
+    materialized (two passes each: a one-pass variance loses all precision in
+    float32 where a band's level swings by 60 dB).
     """
     x, y = tob[:, 0], tob[:, 1]
     clip = 1 + 10 ** (-BETA / 20)
-    mu = x.mean(-1, keepdim=True)
-    xs = x - mu
-    sx, sxx = _window_sums(xs), _window_sums(xs * xs)  # (B, 15, S)
-    norm_x = (sxx + mu * (2 * sx + N * mu)).sqrt()  # |x| of each window: sum x^2 = sum (xs + mu)^2
+    norm_x = _window_sums(x * x).sqrt()  # (B, 15, S)
     norm_y = _window_sums(y * y).sqrt()
+    xv = x.unfold(-1, N, 1)  # (B, 15, S, N) view
     yp = y.unfold(-1, N, 1) * (norm_x / ((norm_y + EPS) * clip)).unsqueeze(-1)
-    yp = yp.clamp_max_(x.unfold(-1, N, 1))
+    yp = yp.clamp_max_(xv)
     yp = yp.sub_(yp.mean(-1, keepdim=True))
+    xc = xv - xv.mean(-1, keepdim=True)
     ny = torch.linalg.vector_norm(yp, dim=-1) * clip + EPS
-    nx = (sxx - sx * sx / N).clamp_min(0).sqrt() + EPS
-    return (yp.mul_(xs.unfold(-1, N, 1)).sum(-1) * clip / (ny * nx)).mean(1)
+    nx = torch.linalg.vector_norm(xc, dim=-1) + EPS
+    return (yp.mul_(xc).sum(-1) * clip / (ny * nx)).mean(1)
 
 
 def _estoi(tob: torch.Tensor) -> torch.Tensor:
