@@ -170,10 +170,12 @@ def checker(name: str, task: str, num: int = 2, ignore_index: Optional[int] = No
     def check(preds, target=None, *rest):
         if not isinstance(preds, torch.Tensor) or not isinstance(target, torch.Tensor):
             return  # update raises the type error
-        if preds.is_complex() or target.is_complex() or not _layout_ok(task, preds, target):
+        if preds.is_complex() or target.is_complex():
+            return  # update raises the dtype error
+        scores = _multiclass_scores(preds, target) if task == "multiclass" else preds.is_floating_point()
+        if not (scores and task == "multiclass") and not _layout_ok(task, preds, target):
             return  # update raises the shape / dtype error, which says more than a value would
         _quote_labels(name, "target", target, num, ignore_index)
-        scores = preds.is_floating_point() if task != "multiclass" else _multiclass_scores(preds, target)
         if scores:
             if not (nan_in_update and task == "multiclass"):
                 _quote_nan(name, preds, target if task != "multiclass" else None, ignore_index)
@@ -253,7 +255,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 def _argmax_rows(x: np.ndarray, labels: np.ndarray, nan: np.ndarray) -> None:
     """Row ``argmax`` of C-contiguous ``x`` into ``labels``; whether each row's winner is NaN into ``nan``."""
-    np.argmax(x, 1, out=labels)
+    x.argmax(1, out=labels)
     np.isnan(x.reshape(-1).take(labels + np.arange(0, x.size, x.shape[1])), out=nan)
 
 
@@ -322,8 +324,7 @@ def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classe
     if host is None:
         return None
     labels, nan = host
-    if nan.any():
-        _raise_nan(name, int(nan.sum()), "row")
+    _raise_nan(name, int(np.count_nonzero(nan)), "row")
     return torch.from_numpy(labels)
 
 
