@@ -47,3 +47,92 @@ def _ami_failure_body(rank, world):
 def test_a_failure_in_the_expected_mi_on_one_rank_raises_on_every_rank(world):
     messages = spawn(_ami_failure_body, world, timeout=60)
     assert all(msg == "adjusted_mutual_info_score: expected MI failed on purpose" for msg in messages), messages
+
+
+# ---------------------------------------------------------------- detection: micro average, extended summary
+
+DETECTION = [dict(average="micro"), dict(average="micro", class_metrics=True, box_format="xywh"),
+             dict(extended_summary=True, class_metrics=True),
+             dict(average="micro", extended_summary=True, iou_thresholds=[0.3, 0.5], rec_thresholds=[0.0, 0.5, 1.0],
+                  max_detection_thresholds=[1, 2, 3])]
+SEGM = [dict(iou_type="segm", average="micro"),
+        dict(iou_type=("bbox", "segm"), average="micro", extended_summary=True, class_metrics=True),
+        dict(iou_type="segm", extended_summary=True)]
+
+
+def _plain(value):
+    """An output value with its ``ious`` dict as a key-sorted tuple of (image, class, matrix) (comparable)."""
+    if isinstance(value, dict):
+        return tuple((torch.tensor(k), v) for k, v in sorted(value.items()))
+    return value
+
+
+def _detection_body(rank, world, seed, configs, kinds, images):
+    out = []
+    for i, kw in enumerate(configs):
+        m = fm.mean_average_precision(**kw)
+        assert distributed.shardable(m)
+        for j, kind in enumerate(kinds):
+            for k, scenario in enumerate(SCENARIOS):
+                rng = random.Random(f"{seed}/d{i}/{j}/{k}")
+                preds, target = images(seed * 1000 + i * 100 + j * 10 + k, kind)
+                cuts = _cuts(len(preds), world, scenario, rng)
+                states = [m.update(m.init(), preds[a:b], target[a:b]) for a, b in zip(cuts, cuts[1:])]
+                one = states[0]
+                for other in states[1:]:
+                    one = m.merge(one, other)
+                got, ref = distributed.finalize(m, states[rank]), m.finalize(one)
+                assert sorted(got) == sorted(ref), (sorted(got), sorted(ref))
+                for key in ref:
+                    out.append((f"map{kw}/{kind}/{scenario}/{key}", _plain(got[key]), _plain(ref[key]), [], []))
+    return out
+
+
+def _check_details(results):
+    from tests.test_distributed_sharded_more import _check
+
+    _check(results)
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_sharded_micro_and_extended_detection_equal_one_process(world):
+    from tests.test_distributed_sharded_more import DET_KINDS, _images
+
+    _check_details(spawn(_detection_body, world, 61 + world, DETECTION, DET_KINDS, _images, timeout=300))
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_sharded_micro_and_extended_segm_equal_one_process(world):
+    from tests.test_distributed_sharded_more import SEGM_KINDS, _masked
+
+    _check_details(spawn(_detection_body, world, 71 + world, SEGM, SEGM_KINDS, _masked, timeout=300))
+
+
+def _oracle_detection_body(rank, world, seed, average):
+    from tests.cases.detection import make_coco
+
+    preds, target = make_coco(seed, n_images=24, n_classes=4, many=130 if seed % 2 else 0)
+    lo, hi = [(0, 0), (0, 5), (5, 24)][rank] if world == 3 else [(0, 9), (9, 24)][rank]  # uneven, an empty rank
+    m = fm.mean_average_precision(box_format="xywh", average=average, extended_summary=True)
+    out = distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))
+    return {k: v for k, v in out.items() if k != "ious"}, preds, target
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("average", ["micro", "macro"])
+def test_sharded_extended_detection_matches_pycocotools(average):
+    """The sharded stats to 1e-12 and the precision / recall / score tables bit for bit against COCOeval."""
+    import numpy as np
+
+    pytest.importorskip("pycocotools", reason="the oracle is pycocotools' COCOeval")
+    from tests.cases.detection import STAT_KEYS, coco_reference
+
+    for seed in (3, 4):
+        out, preds, target = spawn(_oracle_detection_body, 2, seed, average, timeout=120)[0]
+        stats, prec, rec, sc = coco_reference(preds, target, "bbox", "xywh", average=average)
+        np.testing.assert_allclose(np.array([out[k].item() for k in STAT_KEYS]), stats, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(out["precision"].numpy(), prec)
+        np.testing.assert_array_equal(out["recall"].numpy(), rec)
+        np.testing.assert_array_equal(out["scores"].numpy(), sc)

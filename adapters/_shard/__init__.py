@@ -7,7 +7,8 @@
 * the other exact score-curve metrics (multiclass / multilabel AUROC and AP, ROC and PR curves, the
   fixed-point metrics, EER, log-AUC, AUROC with ``max_fpr``): `columns`;
 * the clustering scores over a kept label table (``num_clusters=None``): `contingency`;
-* COCO mean average precision (``iou_type`` ``"bbox"``, ``"segm"`` or both, ``average="macro"``): `detection`;
+* COCO mean average precision (``iou_type`` ``"bbox"``, ``"segm"`` or both; any ``average``, ``extended_summary``):
+  `detection`;
 * `spearman_corrcoef` and `kendall_rank_corrcoef` (states without NaN / inf): `spearman`, `kendall`;
 * a `fmetrics.collection`: each member by its path (retrieval members sharing a state route it once);
 * anything else: ``metric.finalize(reduce(metric, state))`` (today's gather path; for sum / min / max

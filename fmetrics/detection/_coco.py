@@ -88,6 +88,19 @@ def _rank_in_group(sorted_key: torch.Tensor, num: int) -> torch.Tensor:
     return torch.arange(sorted_key.shape[0], device=sorted_key.device) - starts[sorted_key]
 
 
+class Matches(NamedTuple):
+    """COCO's matching of one `Dataset`: per kept detection (``N``, sorted by class, image, -score, rank)."""
+
+    tps: torch.Tensor  # bool [A, T, N]: a true positive (matched, not ignored)
+    fps: torch.Tensor  # bool [A, T, N]: a false positive (unmatched, not ignored)
+    d_class: torch.Tensor  # int64 [N]
+    d_score: torch.Tensor  # float64 [N]
+    drank: torch.Tensor  # int64 [N]: rank of the detection in its (image, class) by score
+    acc: torch.Tensor  # int64 [N]: accumulation order (class, -score, image, rank)
+    npig: torch.Tensor  # int64 [A, K]: non-ignored ground truths per area range and class
+    ious: Optional[dict]  # {(image, class): [n_det, n_gt]} when asked
+
+
 def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.Tensor, max_dets: tuple,
              num_classes: int, extended_ious: bool = False, classes: Optional[torch.Tensor] = None) -> Evaluation:
     """pycocotools' evaluate + accumulate over ``num_classes`` categories (labels ``0..K-1``).
@@ -97,13 +110,33 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     dev = data.det_score.device
     f64 = torch.float64
     T, R, K, A, M = iou_thresholds.shape[0], rec_thresholds.shape[0], num_classes, len(AREA_RANGES), len(max_dets)
-    I = data.num_images
-    max_det = int(max_dets[-1])
     precision = -torch.ones((T, R, K, A, M), dtype=f64, device=dev)
     recall = -torch.ones((T, K, A, M), dtype=f64, device=dev)
     scores = -torch.ones((T, R, K, A, M), dtype=f64, device=dev)
     if K == 0:
         return Evaluation(precision, recall, scores, {} if extended_ious else None)
+    m = matches(data, iou_thresholds, max_dets, K, extended_ious, classes)
+    done = {}
+    for mi, md in enumerate(max_dets):
+        sel = m.acc[m.drank[m.acc] < int(md)]
+        if sel.shape[0] in done:  # the same detections as a larger cut: the same numbers
+            j = done[sel.shape[0]]
+            precision[..., mi], recall[..., mi], scores[..., mi] = precision[..., j], recall[..., j], scores[..., j]
+            continue
+        done[sel.shape[0]] = mi
+        _accumulate(m.tps[:, :, sel], m.fps[:, :, sel], m.d_class[sel], m.d_score[sel], m.npig, K, rec_thresholds,
+                    precision[:, :, :, :, mi], recall[:, :, :, mi], scores[:, :, :, :, mi])
+    return Evaluation(precision, recall, scores, m.ious)
+
+
+def matches(data: Dataset, iou_thresholds: torch.Tensor, max_dets: tuple, num_classes: int,
+            extended_ious: bool = False, classes: Optional[torch.Tensor] = None) -> Matches:
+    """COCO's greedy matching of every (image, class) group (``num_classes >= 1``), before the accumulation."""
+    dev = data.det_score.device
+    f64 = torch.float64
+    T, K, A = iou_thresholds.shape[0], num_classes, len(AREA_RANGES)
+    I = data.num_images
+    max_det = int(max_dets[-1])
     lo = torch.tensor([a[0] for a in AREA_RANGES], dtype=f64, device=dev)
     hi = torch.tensor([a[1] for a in AREA_RANGES], dtype=f64, device=dev)
 
@@ -142,25 +175,12 @@ def evaluate(data: Dataset, iou_thresholds: torch.Tensor, rec_thresholds: torch.
     d_area = data.det_area[dorder]
     out_area = (d_area[None, :] < lo[:, None]) | (d_area[None, :] > hi[:, None])  # [A, N]
     d_ig = match_ig | (~matched & out_area[:, None, :])
-    tps = matched & ~d_ig
-    fps = ~matched & ~d_ig
     d_class = dkey_s // I
     d_score = data.det_score[dorder]
     # accumulation order: class, -score, image, rank (a stable sort of the (class, image, rank) order)
     a1 = torch.sort(-d_score, stable=True).indices
     a2 = torch.sort(d_class[a1], stable=True).indices
-    acc = a1[a2]
-    done = {}
-    for mi, md in enumerate(max_dets):
-        sel = acc[drank[acc] < int(md)]
-        if sel.shape[0] in done:  # the same detections as a larger cut: the same numbers
-            j = done[sel.shape[0]]
-            precision[..., mi], recall[..., mi], scores[..., mi] = precision[..., j], recall[..., j], scores[..., j]
-            continue
-        done[sel.shape[0]] = mi
-        _accumulate(tps[:, :, sel], fps[:, :, sel], d_class[sel], d_score[sel], npig, K, rec_thresholds,
-                    precision[:, :, :, :, mi], recall[:, :, :, mi], scores[:, :, :, :, mi])
-    return Evaluation(precision, recall, scores, ious_out)
+    return Matches(matched & ~d_ig, ~matched & ~d_ig, d_class, d_score, drank, a1[a2], npig, ious_out)
 
 
 def _match(data: Dataset, groups, dcount, gcount, dorder, gorder, g_ignore, iou_thresholds, classes, I,
@@ -252,22 +272,26 @@ def _accumulate(tps, fps, cls, score, npig, K, rec_thr, precision, recall, score
     fp = fpc[row, n] - fpc[row, cs] + fps.reshape(A * T, N)[row, cs].to(torch.int32)  # false positives so far
     tp_f = c.to(f64)
     pr = tp_f / (fp.to(f64) + tp_f + EPS)
-    width = int(need.max()) + 2
-    bounds = (torch.arange(S, device=dev)[:, None] * width + need).reshape(-1)
-    bucket = torch.searchsorted(bounds, seg * width + c.clamp(max=width - 1), side="right") - 1
-    bucket = torch.where(bucket >= seg * R, bucket, S * R)  # c below every need: no threshold reads it
-    bmax = torch.zeros(S * R + 1, dtype=f64, device=dev).scatter_reduce_(0, bucket, pr, "amax")
-    q = bmax[:-1].reshape(S, R).flip(1).cummax(1).values.flip(1)
-    inside = need <= n_tp[:, None]
     if seg.numel():
         ss = score[n][(first[:, None] + need - 1).clamp(min=0, max=seg.numel() - 1)]
     else:
         ss = torch.zeros((S, R), dtype=f64, device=dev)
-    nonempty = ccount[seg_class] > 0
     first_score = score[cstart[seg_class].clamp(max=max(N - 1, 0))] if N else torch.zeros(S, dtype=f64, device=dev)
-    ss = torch.where(need == 0, torch.where(nonempty, first_score, 0.0)[:, None], torch.where(inside, ss, 0.0))
-    last = torch.where(nonempty, n_tp.to(f64) / npig_f, 0.0)
-    defined = (npig_seg > 0)
+    read_out(need, envelope(bucket_max(need, seg, c, pr)), ss, n_tp, ccount[seg_class] > 0, first_score, npig_seg,
+             rec_order, precision, recall, scores)
+
+
+def read_out(need, q, ss, n_tp, nonempty, first_score, npig_seg, rec_order, precision, recall, scores) -> None:
+    """Writes ``precision``/``scores`` [T, R, K, A] and ``recall`` [T, K, A] from the per-segment ``[S, R]``
+    envelope ``q`` and the score of the ``need``-th true positive ``ss`` (read where ``need <= n_tp``), the
+    true positive counts ``n_tp`` [S], whether the segment's class has detections and its first score; ``-1``
+    where the segment has no non-ignored ground truth; the recall thresholds back in their given order."""
+    A, T, K, R = precision.shape[3], precision.shape[0], precision.shape[2], precision.shape[1]
+    dev = q.device
+    ss = torch.where(need == 0, torch.where(nonempty, first_score, 0.0)[:, None],
+                     torch.where(need <= n_tp[:, None], ss, 0.0))
+    last = torch.where(nonempty, n_tp.to(torch.float64) / npig_seg.clamp(min=1).to(torch.float64), 0.0)
+    defined = npig_seg > 0
     q = torch.where(defined[:, None], q, -1.0)
     ss = torch.where(defined[:, None], ss, -1.0)
     last = torch.where(defined, last, -1.0)
@@ -277,6 +301,24 @@ def _accumulate(tps, fps, cls, score, npig, K, rec_thr, precision, recall, score
     precision.copy_(q[:, unsort].reshape(A, T, K, R).permute(1, 3, 2, 0))
     scores.copy_(ss[:, unsort].reshape(A, T, K, R).permute(1, 3, 2, 0))
     recall.copy_(last.reshape(A, T, K).permute(1, 2, 0))
+
+
+def bucket_max(need: torch.Tensor, seg: torch.Tensor, c: torch.Tensor, pr: torch.Tensor) -> torch.Tensor:
+    """float64 ``[S, R]``: per segment and recall threshold, the largest precision ``pr`` of the true positives
+    (the ``c``-th of segment ``seg``) whose bucket is that threshold, the last one with ``need <= c`` (0 where
+    none); `envelope` turns it into the interpolated precision."""
+    S, R = need.shape
+    width = int(need.max()) + 2 if need.numel() else 2
+    bounds = (torch.arange(S, device=need.device)[:, None] * width + need).reshape(-1)
+    bucket = torch.searchsorted(bounds, seg * width + c.clamp(max=width - 1), side="right") - 1
+    bucket = torch.where(bucket >= seg * R, bucket, S * R)  # c below every need: no threshold reads it
+    bmax = torch.zeros(S * R + 1, dtype=torch.float64, device=need.device).scatter_reduce_(0, bucket, pr, "amax")
+    return bmax[:-1].reshape(S, R)
+
+
+def envelope(bmax: torch.Tensor) -> torch.Tensor:
+    """The suffix maximum along the recall thresholds (pycocotools' precision made monotone from the right)."""
+    return bmax.flip(1).cummax(1).values.flip(1)
 
 
 def _least_count(thr: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
