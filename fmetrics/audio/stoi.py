@@ -275,7 +275,7 @@ def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512; a band's
     energy is the squared norm of its bins."""
     frames = h.flatten(-2).unfold(-1, N_FRAME, HOP) * w  # (..., F - 1, 256)
-    spec = torch.view_as_real(torch.fft.rfft(torch.nn.functional.pad(frames, (0, NFFT - N_FRAME)), dim=-1))
+    spec = torch.view_as_real(torch.fft.rfft(frames, n=NFFT, dim=-1))
     return torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
 
 
@@ -337,16 +337,15 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
 
 
 def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan, step: int) -> torch.Tensor:
-    """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64: resampling,
-    overlap-add and envelopes ``step`` examples at a time (cache-sized), the rest at once."""
+    """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64: the signal
+    stages ``step`` examples at a time (cache-sized), the frame selection at once (its small ops per pass
+    measured 1.2x slower)."""
     starts = range(0, x.shape[0], step)
     z = [resample((x[i:i + step], y[i:i + step]), fs, plan) for i in starts]
     z = [zi.reshape(-1, 2, zi.shape[-1]) for zi in z]
     frames = frame_count(z[0].shape[-1])
     index, kept = _kept_frames(_cat([_frame_energy(zi[:, 0], hann, frames) for zi in z]), step)
     tob = [_envelopes(_overlap_add(zi, hann, index[i:i + step]), hann) for zi, i in zip(z, starts)]
-    if not extended:  # STOI's windows at once (one materialized tensor); ESTOI's (two and their temporaries) per pass
-        tob = [_cat(tob)]
     return _masked_mean(_cat([(_estoi if extended else _stoi)(t) for t in tob]).double(), kept - N)
 
 
