@@ -177,9 +177,8 @@ def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
 
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
-    dtype, no autograd, ``nan_strategy="error"``): the fewest operations a call, as after the large batch
-    passes each small one costs several µs (R² 4096x16: 19 against 32 outside its 6 passes; one torch
-    add for the sums, one ``tolist`` for the check, the count through a Python int)."""
+    dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
+    one costs several µs (one torch add per field, one ``tolist`` for the check)."""
     k = _row_shifts(layout, state.shift).to(x.dtype)  # float32 values: exact in either dtype
     if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory;
         # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks (~5 µs a call)
@@ -188,8 +187,8 @@ def _steady(state, x, y, layout: str, name: str, raw: tuple):
         batch = _batch(layout, x, y, k)
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
-    return type(state)(_plus(state.n, x.shape[0]), state.shift, torch.add(state.sums, batch),
-                       validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1)))
+    return type(state)(state.n + x.shape[0], state.shift, torch.add(state.sums, batch),
+                       validation.Invalid(inv.count, inv.first, inv.call, inv.calls + 1))
 
 
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
