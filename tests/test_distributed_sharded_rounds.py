@@ -22,7 +22,7 @@ N = 3000
 def _shrunk():
     from adapters._shard import comm, curves, spearman
 
-    comm.ROUND_BYTES, curves.STEP, spearman.STEP = 96, 37, 53
+    comm.ROUND_BYTES, comm.ROUND_SHARE, curves.STEP, spearman.STEP = 96, 10**9, 37, 53
 
 
 def _pooled(seed: int, kind: str):

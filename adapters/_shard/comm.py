@@ -11,7 +11,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-ROUND_BYTES = 4 * 2**20  # transient bytes per rank and round of `deliver` (O(this), not O(rows))
+ROUND_BYTES = 4 * 2**20  # transient bytes per rank and round of `deliver`, at least (O(this), not O(rows))
+ROUND_SHARE = 16  # ... or 1 / this of the most rows a rank sends, if larger: at most this many rounds
 _ROW_OVERHEAD = 16  # transient bytes per row of a round besides its payload: destination, placement
 
 
@@ -53,21 +54,27 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
     within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source;
     with ``narrow``, integer columns are received in the narrowest dtype holding every rank's values.
 
-    Two passes over the blocks: the first counts the rows per destination (one ``all_to_all_single``; the
-    receivers allocate their rows once, with ``alloc(rows, like_column)`` if given) and the integer columns'
-    bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32 holding every rank's values; a
-    counting pass that yields ``None`` for a block's columns reads only ``dest``, and integer columns then travel
-    as they are); the second sends rounds of about `ROUND_BYTES` per rank: the round's rows are placed by
-    destination into one send buffer per column as its blocks are consumed (one ``all_to_all_single`` of the
-    round's counts, one per column). The transient buffers are O(one round), whatever the number of rows."""
+    Two passes over the blocks, cut into pieces of up to `PIECE` rows. The first counts each piece's rows per
+    destination and the integer columns' bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32
+    holding every rank's values; a counting pass that yields ``None`` for a block's columns reads only ``dest``,
+    and integer columns then travel as they are). Rounds are runs of whole pieces of about `ROUND_BYTES` per rank
+    (at wire width), or ``1 / ROUND_SHARE`` of the most rows a rank sends if that is more (at most about
+    `ROUND_SHARE` rounds: each is a wait for the slowest rank); one ``all_reduce`` of the number of rounds and one
+    ``all_to_all_single`` of every round's counts let the receivers allocate their rows once (with
+    ``alloc(rows, like_column)`` if given) and know each round's. The second pass places a round's rows by
+    destination into one send buffer per column as its pieces are consumed, then one ``all_to_all_single`` per
+    column, issued together and waited once. The transient buffers are O(one round): its rows held, sent and
+    received."""
     world, width = ctx.world, ctx.world * channels
-    row_bytes = max(sum(math.prod(c.shape[1:]) * c.element_size() for c in like), 1)
-    limit = max(ROUND_BYTES // (2 * row_bytes + _ROW_OVERHEAD), 1)  # rows held, sent and received, with dest
     ints = [i for i, c in enumerate(like) if c.dtype in (torch.int16, torch.int32, torch.int64)]
-    send = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
+    like_bytes = max(sum(math.prod(c.shape[1:]) * c.element_size() for c in like), 1)
+    piece = max(min(PIECE, ROUND_BYTES // (2 * like_bytes + _ROW_OVERHEAD)), 1)  # block rows a piece
+    pieces = []  # per piece of every block: its rows per destination
     flags = torch.zeros(2 + 2 * len(ints), dtype=torch.int64, device=ctx.comm)  # rows, unread, then -low / high
     for cols, dest in blocks(False):
-        send += torch.bincount(dest[dest >= 0], minlength=width)
+        for lo in range(0, dest.shape[0], piece):
+            d = dest[lo: lo + piece]
+            pieces.append(torch.bincount(d[d >= 0], minlength=width))
         if cols is None:
             flags[1] = 1
             continue
@@ -76,7 +83,8 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
                 low, high = torch.aminmax(cols[i])
                 flags[2 + 2 * k] = torch.maximum(flags[2 + 2 * k], -low.long())
                 flags[3 + 2 * k] = torch.maximum(flags[3 + 2 * k], high.long())
-    flags[0] = send.sum()
+    pieces = torch.stack(pieces) if pieces else torch.zeros((0, width), dtype=torch.int64, device=ctx.comm)
+    flags[0] = pieces.sum()
     dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=ctx.group)
     wire = [c.dtype for c in like]
     for k, i in enumerate(ints if not flags[1] else ()):
@@ -84,40 +92,47 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
         fit = next((d for d in _NARROWER if torch.iinfo(d).min <= low and high <= torch.iinfo(d).max), None)
         if fit is not None and fit.itemsize < like[i].dtype.itemsize:
             wire[i] = fit
-    recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send, group=ctx.group)
-    recv = recv.view(world, channels)
-    at = (torch.cumsum(recv, 0) - recv).tolist()  # per source and channel: where its rows go next
+    row_bytes = max(sum(math.prod(c.shape[1:]) * d.itemsize for c, d in zip(like, wire)), 1)
+    limit = max(ROUND_BYTES // (2 * row_bytes + _ROW_OVERHEAD), -(-int(flags[0]) // ROUND_SHARE), 1)
+    sizes, send = _plan(pieces, limit)
+    n_rounds = torch.tensor([send.shape[0]], device=ctx.comm)
+    dist.all_reduce(n_rounds, op=dist.ReduceOp.MAX, group=ctx.group)
+    send = torch.cat([send, send.new_zeros((int(n_rounds) - send.shape[0], width))])
+    recv = torch.empty_like(send).view(world, -1)  # per source: its rows to this rank, per round and channel
+    dist.all_to_all_single(recv, send.view(-1, world, channels).transpose(0, 1).contiguous(), group=ctx.group)
+    recv = recv.view(world, -1, channels)
+    at = (torch.cumsum(recv.sum(1), 0) - recv.sum(1)).tolist()  # per source and channel: where its rows go next
     alloc = alloc or (lambda n, c: c.new_empty((n,) + tuple(c.shape[1:])))
     if narrow:
         like = [c.to(d) for c, d in zip(like, wire)]
-    outs = [[alloc(int(recv[:, ch].sum()), c) for c in like] for ch in range(channels)]
-    rounds = _rounds(blocks(True), limit)
-    for _ in range(-(-int(flags[0]) // limit)):
-        parts = next(rounds, [])
-        s = torch.zeros(width, dtype=torch.int64, device=ctx.comm)
-        for _cols, dest in parts:
-            s += torch.bincount(dest, minlength=width)
-        rc = torch.empty_like(s)
-        dist.all_to_all_single(rc, s, group=ctx.group)
+    outs = [[alloc(int(recv[:, :, ch].sum()), c) for c in like] for ch in range(channels)]
+    rounds = _rounds(blocks(True), piece, sizes)
+    for r in range(send.shape[0]):
+        parts, s = next(rounds, []), send[r]
         sent = _grouped(parts, s, [c.to(d) for c, d in zip(like, wire)])
-        s_rank, rc = s.view(world, channels).sum(1).tolist(), rc.view(world, channels).tolist()
-        rc_rank = [sum(r) for r in rc]
-        for i in range(len(sent)):
-            got = sent[i].new_empty((sum(rc_rank),) + tuple(sent[i].shape[1:]))
-            dist.all_to_all_single(got, sent[i], rc_rank, s_rank, group=ctx.group)
-            sent[i] = None
+        s_rank, rc = s.view(world, channels).sum(1).tolist(), recv[:, r].tolist()
+        rc_rank = [sum(x) for x in rc]
+        got = [c.new_empty((sum(rc_rank),) + tuple(c.shape[1:])) for c in sent]
+        works = [dist.all_to_all_single(g, c, rc_rank, s_rank, group=ctx.group, async_op=True)
+                 for g, c in zip(got, sent)]  # issued together: one wait a round, not one a column
+        for work in works:
+            work.wait()
+        del sent, works
+        for i, g in enumerate(got):
             pos = 0
             for src in range(world):
                 for ch in range(channels):
                     n = rc[src][ch]
                     if n:
-                        outs[ch][i][at[src][ch]: at[src][ch] + n] = got[pos: pos + n]
+                        outs[ch][i][at[src][ch]: at[src][ch] + n] = g[pos: pos + n]
                     pos += n
-            del got
+            got[i] = None
         for src in range(world):
             for ch in range(channels):
                 at[src][ch] += rc[src][ch]
+    for _ in rounds:  # the blocks after the last piece (their side effects: the caller's sums at cuts)
+        pass
+    recv = recv.sum(1)
     return (outs, recv) if counts else outs
 
 
@@ -140,13 +155,21 @@ def _grouped(parts: list, counts: torch.Tensor, like: list[torch.Tensor]) -> lis
 
 def _positions(dest: torch.Tensor, cursor: torch.Tensor) -> torch.Tensor:
     """int64 place of each row in the send buffer: ``cursor[dest]`` plus its index among the rows with its
-    destination (a few destinations on the CPU: numpy masks; else one stable argsort)."""
+    destination (on the CPU: a few destinations by numpy masks, more by numpy's stable argsort of the narrowed
+    destinations, a radix sort; elsewhere one stable ``torch.argsort``)."""
     width = cursor.shape[0]
-    if width <= FEW_DESTINATIONS and dest.device.type == "cpu":  # numpy's flatnonzero: several times torch's
-        d, pos, first = dest.numpy(), np.empty(dest.shape[0], dtype=np.int64), cursor.tolist()
-        for k in range(width):
-            rows = np.flatnonzero(d == k)
-            pos[rows] = np.arange(first[k], first[k] + rows.shape[0])
+    if dest.device.type == "cpu":  # numpy's flatnonzero and radix argsort: several times torch's
+        d, pos = dest.numpy(), np.empty(dest.shape[0], dtype=np.int64)
+        if width <= FEW_DESTINATIONS:
+            first = cursor.tolist()
+            for k in range(width):
+                rows = np.flatnonzero(d == k)
+                pos[rows] = np.arange(first[k], first[k] + rows.shape[0])
+            return torch.from_numpy(pos)
+        d = d.astype(np.int8 if width <= 127 else np.int16 if width <= 2**15 else np.int32, copy=False)
+        n = np.bincount(d, minlength=width)
+        pos[np.argsort(d, kind="stable")] = np.arange(d.shape[0])
+        pos += (cursor.numpy() - (np.cumsum(n) - n))[d]
         return torch.from_numpy(pos)
     order = torch.argsort(dest, stable=True)
     ordered = dest[order].long()
@@ -156,28 +179,41 @@ def _positions(dest: torch.Tensor, cursor: torch.Tensor) -> torch.Tensor:
 
 
 FEW_DESTINATIONS = 8  # up to this many destinations, `_positions` masks instead of sorting
-PIECE = 1 << 16  # rows per part of a round: bounds `_positions`' temporaries
+PIECE = 1 << 16  # block rows per piece, at most: rounds are whole pieces; bounds `_positions`' temporaries
 
 
-def _rounds(blocks: Iterable, limit: int):
-    """Lists of ``(columns, dest)`` parts (rows with ``dest >= 0``, at most `PIECE` each) of exactly ``limit`` rows
-    in all (the last list: the rest), so ``ceil(rows / limit)`` rounds."""
-    parts, held = [], 0
+def _plan(pieces: torch.Tensor, limit: int):
+    """Rounds of consecutive pieces (``pieces``: rows per destination of each), as many as fit in ``limit`` rows
+    (at least one): the pieces in each round and its rows per destination, ``(rounds, destinations)``."""
+    sizes, counts, held, n = [], [], 0, 0
+    for k, rows in enumerate(pieces.sum(1).tolist()):
+        if n and held + rows > limit:
+            sizes.append(n)
+            counts.append(pieces[k - n: k].sum(0))
+            held, n = 0, 0
+        held, n = held + rows, n + 1
+    if n:
+        sizes.append(n)
+        counts.append(pieces[pieces.shape[0] - n:].sum(0))
+    return sizes, torch.stack(counts) if counts else pieces[:0]
+
+
+def _rounds(blocks: Iterable, piece: int, sizes: list[int]):
+    """Per round, the ``(columns, dest)`` parts (rows with ``dest >= 0``) of its ``sizes[r]`` pieces of ``piece``
+    block rows, as `_plan` counted them."""
+    parts, r, n = [], 0, 0
     for cols, dest in blocks:
-        for lo in range(0, dest.shape[0], PIECE):
-            part_cols, part_dest = [c[lo: lo + PIECE] for c in cols], dest[lo: lo + PIECE]
+        for lo in range(0, dest.shape[0], piece):
+            part_cols, part_dest = [c[lo: lo + piece] for c in cols], dest[lo: lo + piece]
             keep = part_dest >= 0
             if not bool(keep.all()):
                 part_cols, part_dest = [c[keep] for c in part_cols], part_dest[keep]
-            while part_dest.shape[0]:
-                take = min(limit - held, part_dest.shape[0])
-                parts.append(([c[:take] for c in part_cols], part_dest[:take]))
-                part_cols, part_dest, held = [c[take:] for c in part_cols], part_dest[take:], held + take
-                if held == limit:
-                    yield parts
-                    parts, held = [], 0
-    if parts:
-        yield parts
+            if part_dest.shape[0]:
+                parts.append((part_cols, part_dest))
+            n += 1
+            if n == sizes[r]:
+                yield parts
+                parts, r, n = [], r + 1, 0
 
 
 _NARROWER = (torch.int8, torch.int32)  # the integer dtypes gloo and NCCL both send
