@@ -1,6 +1,6 @@
 """Sharded finalize of the retrieval members: rows routed to the rank owning their query.
 
-Every row goes to rank ``hash(query id) mod world`` (`comm.route`: one ``all_to_all_single`` of counts,
+Every row goes to the rank owning its query (`owner`, a hash of the id; `comm.deliver`: one ``all_to_all_single`` of counts,
 then the payload), so each query is whole on one rank, its rows in the one-process order (rank order,
 then update order). Each rank runs the metric with ``aggregation="none"`` on its queries; then
 
@@ -14,6 +14,7 @@ state without its rows, so every rank reports a deferred error alike.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple, Optional
 
@@ -37,11 +38,10 @@ def applies(metric) -> bool:
 
 
 def owner(query: torch.Tensor, world: int, groups: int = 1) -> torch.Tensor:
-    """The rank that owns each query id (a multiplicative hash, so consecutive ids spread over the ranks); with
-    ``groups``, ``rank * groups + group`` (the group from other bits of the hash)."""
-    mixed = query * _MIX
-    rank = torch.remainder(mixed >> 20, world)
-    return rank if groups == 1 else rank * groups + torch.remainder(mixed >> 40, groups)
+    """The rank that owns each query id, or with ``groups`` ``rank * groups + group``: the top 31 bits ``h`` of a
+    multiplicative hash (consecutive ids spread over the ranks) scaled to ``h * world * groups >> 31`` (no
+    division)."""
+    return (((query * _MIX) >> 33) & 0x7FFFFFFF) * (world * groups) >> 31
 
 
 class Shard(NamedTuple):
@@ -99,6 +99,8 @@ def value(ctx: comm.Ctx, metric, shard: Shard):
     device = first.preds[0].device
     per_query = metric.recipe.call(aggregation="none")
 
+    reduced = aggregation in ("mean", "min", "max")  # (no query ids needed: one all_reduce)
+
     def local_values():
         values, ids, caught = [], [], {}
         for st in [s for s in shard.states if s.preds[0].shape[0]] or [first]:
@@ -106,30 +108,35 @@ def value(ctx: comm.Ctx, metric, shard: Shard):
                 warnings.simplefilter("always")
                 values.append(per_query.finalize(st))
             (query,), (target,) = st.indexes, st.target
-            ids.append(torch.unique(query if ignore_index is None else query[target != ignore_index]))
-            if ids[-1].shape[0] != values[-1].shape[0]:
-                raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values[-1].shape[0]} per-query "
-                                   f"values for {ids[-1].shape[0]} queries (internal error)")
+            if not reduced:
+                ids.append(torch.unique(query if ignore_index is None else query[target != ignore_index]))
+                if ids[-1].shape[0] != values[-1].shape[0]:
+                    raise RuntimeError(f"adapters.distributed.finalize({metric.name}): {values[-1].shape[0]} "
+                                       f"per-query values for {ids[-1].shape[0]} queries (internal error)")
             caught.update({str(w.message): w for w in got if "no samples were seen" not in str(w.message)})
-        return torch.cat(values), torch.cat(ids), list(caught.values())
+        return torch.cat(values), torch.cat(ids) if ids else None, list(caught.values())
 
     values, ids, caught = comm.agree(ctx, local_values)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    flat = values.reshape(values.shape[0], -1)
-    skipped = flat.isnan().all(1) if action == "skip" and flat.shape[1] else torch.zeros_like(ids, dtype=torch.bool)
-    if aggregation in ("mean", "min", "max"):
+    flat = values.reshape(values.shape[0], math.prod(values.shape[1:]))  # (a rank may own no query)
+    skip = action == "skip" and flat.shape[1]
+    skipped = flat.isnan().all(1) if skip else torch.zeros(flat.shape[:1], dtype=torch.bool, device=flat.device)
+    if reduced:
         out = _reduced(ctx, flat, skipped, aggregation)
-        if out is not None:
-            return out.reshape(values.shape[1:]).to(device)
+        return _empty(metric, base, first) if out is None else out.reshape(values.shape[1:]).to(device)
     every = comm.gather_rows(ctx, values)
-    every_ids = comm.gather_rows(ctx, ids)
-    order = torch.argsort(every_ids)
+    order = torch.argsort(comm.gather_rows(ctx, ids))
     every, every_skipped = every[order], comm.gather_rows(ctx, skipped)[order]
     if every.shape[0] == 0:
-        fields = ("preds", "target", "indexes")
-        return metric.finalize(base._replace(**{f: (getattr(first, f)[0][:0],) for f in fields}))
+        return _empty(metric, base, first)
     return _base.aggregate(metric.name, every.to(device), every_skipped.to(device), aggregation)
+
+
+def _empty(metric, base, first):
+    """The one-process value of a state without rows (no rank has a query)."""
+    fields = ("preds", "target", "indexes")
+    return metric.finalize(base._replace(**{f: (getattr(first, f)[0][:0],) for f in fields}))
 
 
 def _reduced(ctx: comm.Ctx, flat: torch.Tensor, skipped: torch.Tensor, aggregation: str):
