@@ -9,6 +9,9 @@ collectives), times one call of each after a barrier, on the slower rank:
 * ``gather``: ``metric.finalize(adapters.distributed.reduce(metric, state))`` (every rank holds all rows);
 * ``torch.sort``: one ``torch.sort`` of as many int64 keys as the rank holds rows.
 
+Extra ``cpu s per rank``: each rank's ``time.process_time()`` over its timed call (less sensitive than the wall
+time to other work on shared cores).
+
 Extra columns: the value (sharded and gather agree, see tests/test_distributed_sharded.py), the rank's state
 MB, per rank the growth of peak RSS during each call (``/proc/self/clear_refs``; the largest over the ranks) and
 its ratio to the state. Peaks are measured in a second set of ranks whose glibc returns large blocks on free from
@@ -49,12 +52,13 @@ def _data(name: str, rank: int, world: int, n: int):
 
 
 def _timed(fn):
+    """``(fn(), wall seconds, CPU seconds of this rank's process)`` after a barrier."""
     import torch.distributed as dist
 
     dist.barrier()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn()
-    return out, time.perf_counter() - t0
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def _worker(rank: int, world: int, name: str, n: int, peaks: bool) -> dict:
@@ -84,8 +88,8 @@ def _worker(rank: int, world: int, name: str, n: int, peaks: bool) -> dict:
                 _timed(lambda: None)
                 out[who] = {"peak MB": _peak_growth(call, torch.device("cpu"))[1]}
             else:  # timed with glibc's defaults, as a user's run
-                value, seconds = _timed(call)
-                out[who] = {"value": float(value.reshape(-1)[0]), "s": seconds}
+                value, seconds, cpu = _timed(call)
+                out[who] = {"value": float(value.reshape(-1)[0]), "s": seconds, "cpu s": cpu}
     return out
 
 
@@ -103,7 +107,9 @@ def _workload(name: str, world: int):
         def contender(who):
             slow = max(r[who]["s"] for r in ranks)
             peak, state = max(r[who]["peak MB"] or 0 for r in ranks), max(r["state MB"] for r in ranks)
-            extra = {"peak MB": peak, "state MB": round(state, 1), "peak / state": round(peak / state, 2)}
+            cpu = [round(r[who]["cpu s"], 3) for r in ranks]
+            extra = {"peak MB": peak, "state MB": round(state, 1), "peak / state": round(peak / state, 2),
+                     "cpu s per rank": cpu}
             if who != "torch.sort":
                 extra = {"value": ranks[0][who]["value"], **extra}
             return lambda: Measured(world * ROWS, extra=extra, seconds=slow, once=True)
