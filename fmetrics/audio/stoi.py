@@ -8,28 +8,30 @@ Per example (``target`` is the clean speech ``x``, ``preds`` the processed ``y``
    (``y[m] = up * sum_n x[n] h[m down + half - n up]``). Here: the signal cut
    in rows of ``L down`` samples (a view) times a few block-Toeplitz slices of
    the ``up`` polyphase filters (`_toeplitz`): dense products, no upsampled
-   signal, no copies.
-2. **Silent-frame removal**: 256-sample Hann frames (hop 128) of the target;
-   frames more than 40 dB below the loudest are dropped from both signals and
-   the kept frames overlap-added. Batched without boolean indexing: a stable
-   sort of the keep mask puts each example's kept frames first (their order
-   kept), and each 128-sample half of the overlap-added signal is a sum of two
-   gathered, window-weighted chunks of the signal (a dropped frame reads a
-   zero chunk). Each example keeps ``k`` frames (a tensor; no host sync).
+   signal, one padded copy of target and preds together.
+2. **Silent-frame removal**: 256-sample Hann frames (hop 128) of the target
+   (their energies from squared 128-sample chunks); frames more than 40 dB
+   below the loudest are dropped from both signals and the kept frames
+   overlap-added. Batched without boolean indexing: a stable sort of the keep
+   mask puts each example's kept frames first (their order kept), and each
+   128-sample half of the overlap-added signal is a sum of two gathered,
+   window-weighted chunks of the signal (a dropped frame reads a zero chunk).
+   Each example keeps ``k`` frames (a tensor; no host sync).
 3. **One-third-octave bands**: the 512-point FFT of the Hann-windowed frames
    of the overlap-added signal (``k - 1`` frames per example), band energies
    over the 15 one-third-octave bands (pystoi's 15 x 257 matrix, 150 Hz
    upward; each band a contiguous bin range: the norm of its bins).
 4. **Intermediate intelligibility** over every window of 30 frames (``k - 30``
-   windows; the others are masked out), the windows copied frames-first so
-   every reduction runs vectorized over windows: STOI normalizes and clips
-   the estimate's band envelope (at -15 dB SDR) and averages the per-band
-   correlations; extended STOI (``extended=True``) row- and column-normalizes
+   windows; the others are masked out), windows last (``(..., S, 30)`` views
+   of the envelopes; only centered windows are materialized): STOI
+   normalizes and clips the estimate's band envelope (at -15 dB SDR) and
+   averages the per-band correlations; extended STOI (``extended=True``) row- and column-normalizes
    both 15 x 30 windows and averages the column correlations. An example with
    fewer than 30 frames left gets pystoi's ``1e-5``.
 
 Computed in float64 for float64 inputs (as pystoi), else in float32; on the
-CPU in cache-sized passes over the examples. See docs/audio.md for the two
+CPU (eager) the signal stages and windows in cache-sized passes over the
+examples, the frame selection once per update. See docs/audio.md for the two
 differences from pystoi (no warning for too-short examples; constant bands in
 ESTOI).
 """
