@@ -136,3 +136,52 @@ def test_sharded_extended_detection_matches_pycocotools(average):
         np.testing.assert_array_equal(out["precision"].numpy(), prec)
         np.testing.assert_array_equal(out["recall"].numpy(), rec)
         np.testing.assert_array_equal(out["scores"].numpy(), sc)
+
+
+# ---------------------------------------------------------------- multiclass / multilabel: packed column groups
+
+CURVES = [("multiclass_auroc", dict(num_classes=5)), ("multiclass_average_precision", dict(num_classes=5, average=None)),
+          ("multiclass_roc", dict(num_classes=5)), ("multilabel_auroc", dict(num_labels=5, ignore_index=-1)),
+          ("multilabel_precision_recall_curve", dict(num_labels=5, ignore_index=-1)),
+          ("multiclass_recall_at_fixed_precision", dict(num_classes=5, min_precision=0.4))]
+
+
+def _curves_body(rank, world, group_rows):
+    """Every metric of `CURVES` on random, tied (five distinct scores), float16 and one-class-on-one-rank data,
+    with columns packed ``group_rows`` entries to a sample sort: (case, sharded, one process, warnings...)."""
+    from adapters._shard import columns
+    from tests.test_distributed_sharded_more import _run
+
+    columns.GROUP_ROWS = group_rows
+    out = []
+    for i, (name, kw) in enumerate(CURVES):
+        m = getattr(fm, name)(**kw)
+        for kind in ("random", "ties", "half", "one_rank_class"):
+            for k, scenario in enumerate(SCENARIOS):
+                g = torch.Generator().manual_seed(100 * i + 10 * k + len(kind))
+                n = 400
+                preds = torch.rand(n, 5, generator=g)
+                if kind == "ties":
+                    preds = torch.randint(0, 5, (n, 5), generator=g).float() / 4
+                if kind == "half":
+                    preds = preds.half()
+                if name.startswith("multiclass"):
+                    target = torch.randint(0, 4, (n,), generator=g)
+                    if kind == "one_rank_class":  # class 4 only in the last rows (so on one rank)
+                        target[-7:] = 4
+                else:
+                    target = (torch.rand(n, 5, generator=g) < 0.4).long()
+                    target[torch.rand(n, 5, generator=g) < 0.1] = -1
+                rng = random.Random(f"curves/{i}/{kind}/{k}")
+                out.append((f"{name}{kw}/{kind}/{scenario}/{group_rows}", *_run(m, (preds, target), world, rank,
+                                                                                scenario, rng)))
+    return out
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("world,group_rows", [(2, 900), pytest.param(3, 1 << 18, marks=pytest.mark.slow)])
+def test_packed_column_groups_equal_one_process(world, group_rows):
+    """Columns of 400 entries in groups of up to ``group_rows``: one or two columns per sort (900), or all of them."""
+    from tests.test_distributed_sharded_more import _check
+
+    _check(spawn(_curves_body, world, group_rows, timeout=300))

@@ -27,10 +27,12 @@ average, empty input) are those of one process.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 from adapters._shard import comm, sort
+from fmetrics import _keys
 from fmetrics.classification.curves import _curve
 from fmetrics.classification.curves._scores import TASKS, Prepared, family
 from fmetrics.classification.curves.average_precision import _column as ap_column
@@ -82,7 +84,7 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     average = "none" if average is None else average
     if average == "micro":
         pairs = [(torch.cat([s for s, _ in pairs]), torch.cat([y for _, y in pairs]))]
-    ranges = [_sorted(ctx, s, y) for s, y in pairs]
+    ranges = _sorted_columns(ctx, pairs)
     if sum(int(r.total.sum()) for r in ranges) == 0:  # every entry dropped, or no rows: as one process
         return metric.finalize(local._replace(scores=(local.scores[0][:0],), labels=(local.labels[0][:0],),
                                               invalid=base.invalid))
@@ -101,6 +103,80 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
 def _sorted(ctx: comm.Ctx, scores: torch.Tensor, labels: torch.Tensor) -> sort.Range:
     keys, counts = sort.distinct_labels(scores.to(ctx.comm), labels.to(ctx.comm))
     return sort.sample_sort(ctx, keys, counts)
+
+
+PACKED = (torch.float16, torch.bfloat16, torch.float32)  # score dtypes whose order fits in 32 bits
+GROUP_ROWS = 1 << 18  # entries (over every rank) of the columns that share one packed sample sort
+
+
+def _sorted_columns(ctx: comm.Ctx, pairs: list) -> list:
+    """A `sort.Range` per column. Columns of float32 (or narrower) scores share packed sample sorts, in groups
+    of consecutive columns of up to `GROUP_ROWS` entries over every rank (one ``all_reduce`` of the column
+    sizes): a group of many short columns costs one sort's collectives, a long column is sorted alone (arrays
+    past a few MB cost page faults more than a sort's collectives save). Other dtypes: a sort per column."""
+    dtype = pairs[0][0].dtype if pairs else None  # (every column is one state's)
+    if len(pairs) <= 1 or dtype not in PACKED:
+        return [_sorted(ctx, s, y) for s, y in pairs]
+    sizes = torch.tensor([s.shape[0] for s, _ in pairs], dtype=torch.int64, device=ctx.comm)
+    dist.all_reduce(sizes, group=ctx.group)
+    out, group, rows = [], [], 0
+    for pair, n in zip(pairs + [None], sizes.tolist() + [GROUP_ROWS + 1]):
+        if group and rows + n > GROUP_ROWS:
+            out += [_sorted(ctx, *group[0])] if len(group) == 1 else _sorted_packed(ctx, group)
+            group, rows = [], 0
+        if pair is not None:
+            group.append(pair)
+            rows += n
+    return out
+
+
+def _sorted_packed(ctx: comm.Ctx, pairs: list) -> list:
+    """A `sort.Range` per column from one sample sort of int64 keys ``column << 32 | score order bits`` (a
+    column's keys are one contiguous run of the key axis, so each rank's range holds a run of every column it
+    reaches, ties whole); a column's counts below its run and its totals come from one ``all_gather`` of every
+    rank's per-column sums."""
+    dtype = pairs[0][0].dtype
+    keys, counts = _distinct_packed(pairs, ctx.comm)
+    r = sort.sample_sort(ctx, keys, counts)
+    column = r.keys >> 32
+    mine = torch.zeros((len(pairs), 2), dtype=torch.int64, device=ctx.comm).index_add_(0, column, r.counts)
+    every = comm.gather_rows(ctx, mine[None])  # (world, columns, 2)
+    below, total = every[: ctx.rank].sum(0), every.sum(0)
+    bounds = torch.searchsorted(column, torch.arange(len(pairs) + 1, device=column.device)).tolist()
+    scores = _keys.float32_from_key((r.keys & 0xFFFFFFFF) - 2**31).to(dtype)
+    return [sort.Range(scores[a:b], r.counts[a:b], below[k], total[k], None, None)
+            for k, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+
+def _distinct_packed(pairs: list, device: torch.device):
+    """Distinct keys ``column << 32 | ascending32(score) + 2^31`` of every column, ascending, with their
+    ``(positives, negatives)``: one sort of ``key << 1 | label`` (numpy in place on the CPU), then the runs of
+    equal keys."""
+    packed = torch.empty(sum(s.shape[0] for s, _ in pairs), dtype=torch.int64, device=device)
+    at = 0
+    for k, (s, y) in enumerate(pairs):
+        seg = packed[at: at + s.shape[0]]
+        at += s.shape[0]
+        s = s.to(device, torch.float32)  # (float16 / bfloat16: exact)
+        seg.copy_(torch.from_numpy(_keys.ascending32(s.numpy())) if device.type == "cpu" else _keys.ascending32(s))
+        seg += (k << 32) + 2**31
+        seg <<= 1
+        seg |= y.to(device)
+    packed = sort.sorted_in_place(packed)
+    if device.type != "cpu":
+        keys, inverse, rows = torch.unique_consecutive(packed >> 1, return_inverse=True, return_counts=True)
+        pos = torch.zeros_like(rows).index_add_(0, inverse, packed & 1)
+        return keys, torch.stack([pos, rows - pos], 1)
+    p = packed.numpy()
+    key = p >> 1
+    new = np.empty(key.shape, dtype=bool)
+    new[:1] = True
+    np.not_equal(key[1:], key[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], key.shape[0])[: starts.shape[0]]  # (no rows: none)
+    cum = np.cumsum(p & 1)
+    pos = cum[ends - 1] - cum[starts] + (p[starts] & 1)
+    return torch.from_numpy(key[starts]), torch.from_numpy(np.stack([pos, ends - starts - pos], 1))
 
 
 def _below(r: sort.Range):
