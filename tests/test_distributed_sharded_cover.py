@@ -67,37 +67,17 @@ def _plain(value):
     return value
 
 
-def _detection_body(rank, world, seed, configs, kinds, images):
-    out = []
-    for i, kw in enumerate(configs):
-        m = fm.mean_average_precision(**kw)
-        assert distributed.shardable(m)
-        for j, kind in enumerate(kinds):
-            for k, scenario in enumerate(SCENARIOS):
-                rng = random.Random(f"{seed}/d{i}/{j}/{k}")
-                preds, target = images(seed * 1000 + i * 100 + j * 10 + k, kind)
-                cuts = _cuts(len(preds), world, scenario, rng)
-                states = [m.update(m.init(), preds[a:b], target[a:b]) for a, b in zip(cuts, cuts[1:])]
-                one = states[0]
-                for other in states[1:]:
-                    one = m.merge(one, other)
-                got, ref = distributed.finalize(m, states[rank]), m.finalize(one)
-                assert sorted(got) == sorted(ref), (sorted(got), sorted(ref))
-                for key in ref:
-                    out.append((f"map{kw}/{kind}/{scenario}/{key}", _plain(got[key]), _plain(ref[key]), [], []))
-    return out
-
-
 def _check_details(results):
+    """`_check` of the detection bodies' results, the ``ious`` dicts made comparable."""
     from tests.test_distributed_sharded_more import _check
 
-    _check(results)
+    _check([[(cid, _plain(got), _plain(ref), *rest) for cid, got, ref, *rest in per_rank] for per_rank in results])
 
 
 @pytest.mark.distributed
 @pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_sharded_micro_and_extended_detection_equal_one_process(world):
-    from tests.test_distributed_sharded_more import DET_KINDS, _images
+    from tests.test_distributed_sharded_more import DET_KINDS, _detection_body, _images
 
     _check_details(spawn(_detection_body, world, 61 + world, DETECTION, DET_KINDS, _images, timeout=300))
 
@@ -105,7 +85,7 @@ def test_sharded_micro_and_extended_detection_equal_one_process(world):
 @pytest.mark.distributed
 @pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
 def test_sharded_micro_and_extended_segm_equal_one_process(world):
-    from tests.test_distributed_sharded_more import SEGM_KINDS, _masked
+    from tests.test_distributed_sharded_more import SEGM_KINDS, _detection_body, _masked
 
     _check_details(spawn(_detection_body, world, 71 + world, SEGM, SEGM_KINDS, _masked, timeout=300))
 
