@@ -327,3 +327,40 @@ def test_nrmse_large_batches_compile_with_dynamic_sizes_and_vmap():
     ps, ts = torch.randn(3, 4096, 4, generator=g), torch.randn(3, 4096, 4, generator=g)
     stacked = torch.func.vmap(lambda p, t: m.update(m.init(), p, t))(ps, ts)
     assert torch.equal(stacked.min, ts.double().amin(1)) and torch.equal(stacked.max, ts.double().amax(1))
+
+
+@pytest.mark.parametrize("name", ["r2", "ev", "pearson", "mse", "mae"])
+def test_the_eager_cpu_update_matches_the_traceable_one(name):
+    """Large CPU batches take the eager steady update (torch adds of the batch sums, a ``tolist`` check); in
+    ``validation.mode("deferred")`` the traceable update runs instead: the same state up to the float32
+    rounding of the batch sums (R²'s residual squares are fused on the eager path), within 1e-6 of the
+    float64 oracle. A non-finite batch raises on the eager path, the state kept."""
+    from fmetrics import validation
+
+    batches = _offset(batches=3, rows=4096, d=4)  # 16384 entries an input: above the numpy path's limit
+    assert batches[0][0].numel() > _host.LIMIT
+    metric = {"mse": fm.mean_squared_error(num_outputs=4), "mae": fm.mean_absolute_error(num_outputs=4),
+              **_metrics(4)}[name]
+    states = []
+    for mode in ("auto", "deferred"):
+        with validation.mode(mode):
+            s = metric.init()
+            for p, t in batches:
+                s = metric.update(s, p, t)
+        states.append(s)
+    for a, b in zip(*(torch.utils._pytree.tree_leaves(s) for s in states)):
+        if a.is_floating_point():
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+        else:
+            assert torch.equal(a, b)
+    p, t = (torch.cat(x).double() for x in zip(*batches))
+    if name in ("mse", "mae"):
+        want = ((p - t) ** 2 if name == "mse" else (p - t).abs()).mean(0).numpy()
+    else:
+        want = _oracles([(p, t)])[name]
+    got = metric.finalize(states[0]).numpy()
+    assert np.max(np.abs(got - want) / np.abs(want)) < 1e-6
+    bad = batches[0][0].clone()
+    bad[5, 1] = float("nan")
+    with pytest.raises(ValueError, match="finite"):
+        metric.update(states[0], bad, batches[0][1])

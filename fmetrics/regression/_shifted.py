@@ -30,7 +30,7 @@ onto the other's shift in float64 (``d = K_b - K_a``)::
 and an empty side (``n == 0``) adopts the other's shift, so ``init()`` is the
 identity. The first-batch choice is a ``torch.where`` on ``n > 0`` (no host
 branch: the update traces, vmaps and runs on ``meta``); on CPU in eager mode a
-non-empty state takes `_steady` (a host read of ``n``, numpy bookkeeping).
+non-empty state takes `_steady` (a host read of ``n``, one torch add per field).
 
 Fields: ``n`` int64 ``()``, ``shift`` float64 ``(S, D)``, ``sums`` float64
 ``(R, D)`` (``S1`` of the shifted rows, their ``S2``, then ``Sxy`` or the
