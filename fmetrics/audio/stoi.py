@@ -333,9 +333,10 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
     norm = torch.linalg.vector_norm(w, dim=-1, keepdim=True)
     w = w.mul_(torch.where(norm > 0, 1 / norm, 0.0))
     w = w.sub_(w.mean(2, keepdim=True))
-    sq = (w * w).sum(2)  # (B, 2, S, N): squared column norms (vector_norm over a middle axis is slow)
+    dot = (w[:, 0] * w[:, 1]).sum(1)  # (B, S, N)
+    sq = w.square_().sum(2)  # (B, 2, S, N): squared column norms (vector_norm over a middle axis is slow)
     den = (sq[:, 0] * sq[:, 1]).sqrt()
-    return torch.where(den > 0, (w[:, 0] * w[:, 1]).sum(1) / den, 0.0).mean(-1)
+    return torch.where(den > 0, dot / den, 0.0).mean(-1)
 
 
 def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan, step: int) -> torch.Tensor:
