@@ -90,27 +90,31 @@ def test_sharded_micro_and_extended_segm_equal_one_process(world):
     _check_details(spawn(_detection_body, world, 71 + world, SEGM, SEGM_KINDS, _masked, timeout=300))
 
 
-def _oracle_detection_body(rank, world, seed, average):
+def _oracle_detection_body(rank, world):
+    """(seed, average, sharded output without ``ious``, preds, target): uneven shards (seed 3), then every image
+    on rank 1 (seed 4)."""
     from tests.cases.detection import make_coco
 
-    preds, target = make_coco(seed, n_images=24, n_classes=4, many=130 if seed % 2 else 0)
-    lo, hi = [(0, 0), (0, 5), (5, 24)][rank] if world == 3 else [(0, 9), (9, 24)][rank]  # uneven, an empty rank
-    m = fm.mean_average_precision(box_format="xywh", average=average, extended_summary=True)
-    out = distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))
-    return {k: v for k, v in out.items() if k != "ious"}, preds, target
+    out = []
+    for seed in (3, 4):
+        preds, target = make_coco(seed, n_images=24, n_classes=4, many=130 if seed % 2 else 0)
+        lo, hi = [(0, 9), (9, 24)][rank] if seed == 3 else [(0, 0), (0, 24)][rank]
+        for average in ("micro", "macro"):
+            m = fm.mean_average_precision(box_format="xywh", average=average, extended_summary=True)
+            got = distributed.finalize(m, m.update(m.init(), preds[lo:hi], target[lo:hi]))
+            out.append((seed, average, {k: v for k, v in got.items() if k != "ious"}, preds, target))
+    return out
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("average", ["micro", "macro"])
-def test_sharded_extended_detection_matches_pycocotools(average):
+def test_sharded_extended_detection_matches_pycocotools():
     """The sharded stats to 1e-12 and the precision / recall / score tables bit for bit against COCOeval."""
     import numpy as np
 
     pytest.importorskip("pycocotools", reason="the oracle is pycocotools' COCOeval")
     from tests.cases.detection import STAT_KEYS, coco_reference
 
-    for seed in (3, 4):
-        out, preds, target = spawn(_oracle_detection_body, 2, seed, average, timeout=120)[0]
+    for seed, average, out, preds, target in spawn(_oracle_detection_body, 2, timeout=120)[0]:
         stats, prec, rec, sc = coco_reference(preds, target, "bbox", "xywh", average=average)
         np.testing.assert_allclose(np.array([out[k].item() for k in STAT_KEYS]), stats, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(out["precision"].numpy(), prec)
