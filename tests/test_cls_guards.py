@@ -408,6 +408,34 @@ def test_top1_labels_split_over_threads_match_one_thread():
         torch.set_num_threads(threads)
 
 
+def _threaded_update_in_child(queue, x, t, want):
+    torch.set_num_threads(2)
+    queue.put(bool(torch.equal(fm.multiclass_accuracy(num_classes=x.shape[1])(x, t), want)))
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork")
+def test_top1_row_split_works_in_a_forked_child():
+    """The argmax thread pool of the parent does not exist in a forked child: the child builds its own."""
+    import multiprocessing
+
+    g = torch.Generator().manual_seed(14)
+    x, t = torch.randn(3000, 100, generator=g), torch.randint(0, 100, (3000,), generator=g)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        want = fm.multiclass_accuracy(num_classes=100)(x, t)  # the parent's pool now exists
+    finally:
+        torch.set_num_threads(threads)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_threaded_update_in_child, args=(queue, x, t, want))
+    child.start()
+    try:
+        assert queue.get(timeout=60) is True
+    finally:
+        child.join(10)
+
+
 def test_top1_path_raises_on_nan_rows_with_the_state_untouched():
     g = torch.Generator().manual_seed(12)
     x, t = torch.randn(2**15 // 100 + 1, 100, generator=g), torch.randint(0, 100, (2**15 // 100 + 1,), generator=g)

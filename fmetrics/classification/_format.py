@@ -244,13 +244,12 @@ _POOLS: dict = {}  # (pid, workers) -> ThreadPoolExecutor; a forked child builds
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` threads (never shut down: an update in another thread may hold it)."""
     key = (os.getpid(), workers)
-    if key not in _POOLS:
-        for old in _POOLS.values():
-            old.shutdown(wait=False)
-        _POOLS.clear()
-        _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix="fmetrics-argmax")
-    return _POOLS[key]
+    pool = _POOLS.get(key)
+    if pool is None:  # setdefault: of two racing callers one pool wins (threads start on the first submit)
+        pool = _POOLS.setdefault(key, ThreadPoolExecutor(workers, thread_name_prefix="fmetrics-argmax"))
+    return pool
 
 
 def _argmax_rows(x: np.ndarray, labels: np.ndarray, nan: np.ndarray) -> None:
