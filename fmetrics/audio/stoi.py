@@ -358,7 +358,7 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     """Per-example STOI (or extended STOI) of ``(..., time)`` signals sampled at ``fs``, float64 values.
 
     Computed in float64 for float64 inputs (pystoi's precision), else in float32. On the CPU (eager)
-    the signal stages take about `CHUNK` samples at a time (cache-sized).
+    the overlap-add, envelopes and windows take about `CHUNK` samples at a time (cache-sized).
     """
     shape = preds.shape[:-1]
     dtype = torch.float64 if preds.dtype == torch.float64 else torch.float32
