@@ -1,11 +1,11 @@
 """The memory-bounded internals of the sharded finalize (adapters/_shard) against independent oracles.
 
-Routing runs in many small rounds (`comm.ROUND_BYTES` shrunk to a few rows) and the per-range arithmetic in
-many steps, over states of many update chunks: binary AUROC / AP against scikit-learn, Spearman against
-SciPy on the pooled rows (rtol 1e-12), with heavy ties, a value shared by most rows, -0.0 next to 0.0 and an
-empty rank; `comm.route` keeps the one-process order (rows placed by masks or by a sort; a counting pass that
-reads only the destinations sends integer columns unnarrowed); a heavily tied value is counted at its cut, so no
-rank receives far more than its share of the rows.
+Routing runs in many small rounds (`comm.ROUND_BYTES` shrunk to a few rows, the round shares lifted) and the
+per-range arithmetic in many steps, over states of many update chunks: binary AUROC / AP against scikit-learn,
+Spearman against SciPy on the pooled rows (rtol 1e-12), with heavy ties, a value shared by most rows, -0.0 next
+to 0.0 and an empty rank; `comm.route` keeps the one-process order (rows placed by masks or by a sort; a
+counting pass that reads only the destinations sends integer columns unnarrowed); a heavily tied value is
+counted at its cut, so no rank receives far more than its share of the rows.
 """
 import math
 
@@ -22,7 +22,7 @@ N = 3000
 def _shrunk():
     from adapters._shard import comm, curves, spearman
 
-    comm.ROUND_BYTES, comm.ROUND_SHARE, curves.STEP, spearman.STEP = 96, 10**9, 37, 53
+    comm.ROUND_BYTES, comm.ROUND_SHARE, spearman.SHARE, curves.STEP, spearman.STEP = 96, 10**9, 10**9, 37, 53
 
 
 def _pooled(seed: int, kind: str):

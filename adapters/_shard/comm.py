@@ -46,20 +46,22 @@ def route(ctx: Ctx, columns: list[torch.Tensor], dest: torch.Tensor, sources: bo
 
 
 def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tensor], channels: int = 1,
-            alloc: Optional[Callable] = None, counts: bool = False, narrow: bool = False):
+            alloc: Optional[Callable] = None, counts: bool = False, narrow: bool = False, share: int = 0):
     """Streams rows to ranks: ``blocks(sending)`` yields ``(columns, dest)`` pairs (the same rows on both calls:
     ``sending`` is False on the counting pass, True on the sending one, when a block is sent once), ``dest``
     an integer per row, ``rank * channels + channel`` (negative: the row is not sent). Returns, per channel, the
     columns received (dtype and trailing shape of ``like``, the same on every rank), in source-rank order and
     within a source in the order sent; with ``counts``, also the ``(world, channels)`` rows received per source;
-    with ``narrow``, integer columns are received in the narrowest dtype holding every rank's values.
+    with ``narrow``, integer columns are received in the narrowest dtype holding every rank's values; ``share``
+    (default `ROUND_SHARE`): at most about this many rounds (a caller already holding more than its rows asks for
+    more, smaller ones).
 
     Two passes over the blocks, cut into pieces of up to `PIECE` rows. The first counts each piece's rows per
     destination and the integer columns' bounds (one ``all_reduce``: they travel in the narrowest of int8 / int32
     holding every rank's values; a counting pass that yields ``None`` for a block's columns reads only ``dest``,
     and integer columns then travel as they are). Rounds are runs of whole pieces of about `ROUND_BYTES` per rank
-    (at wire width), or ``1 / ROUND_SHARE`` of the most rows a rank sends if that is more (at most about
-    `ROUND_SHARE` rounds: each is a wait for the slowest rank); one ``all_reduce`` of the number of rounds and one
+    (at wire width), or ``1 / share`` of the most rows a rank sends if that is more (at most about ``share``
+    rounds: each is a wait for the slowest rank); one ``all_reduce`` of the number of rounds and one
     ``all_to_all_single`` of every round's counts let the receivers allocate their rows once (with
     ``alloc(rows, like_column)`` if given) and know each round's. The second pass places a round's rows by
     destination into one send buffer per column as its pieces are consumed, then one ``all_to_all_single`` per
@@ -93,7 +95,7 @@ def deliver(ctx: Ctx, blocks: Callable[[bool], Iterable], like: list[torch.Tenso
         if fit is not None and fit.itemsize < like[i].dtype.itemsize:
             wire[i] = fit
     row_bytes = max(sum(math.prod(c.shape[1:]) * d.itemsize for c, d in zip(like, wire)), 1)
-    limit = max(ROUND_BYTES // (2 * row_bytes + _ROW_OVERHEAD), -(-int(flags[0]) // ROUND_SHARE), 1)
+    limit = max(ROUND_BYTES // (2 * row_bytes + _ROW_OVERHEAD), -(-int(flags[0]) // (share or ROUND_SHARE)), 1)
     sizes, send = _plan(pieces, limit)
     n_rounds = torch.tensor([send.shape[0]], device=ctx.comm)
     dist.all_reduce(n_rounds, op=dist.ReduceOp.MAX, group=ctx.group)

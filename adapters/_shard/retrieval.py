@@ -1,8 +1,8 @@
 """Sharded finalize of the retrieval members: rows routed to the rank owning their query.
 
-Every row goes to the rank owning its query (`owner`, a hash of the id; `comm.deliver`: one ``all_to_all_single`` of counts,
-then the payload), so each query is whole on one rank, its rows in the one-process order (rank order,
-then update order). Each rank runs the metric with ``aggregation="none"`` on its queries; then
+Every row goes to the rank owning its query (`owner`, a hash of the id; `comm.deliver`: the counts, then the
+payload in rounds), so each query is whole on one rank, its rows in the one-process order (rank order, then update
+order). Each rank runs the metric with ``aggregation="none"`` on its queries; then
 
 * ``mean``: one ``all_reduce`` of (sum of kept per-query values, kept queries, queries);
 * ``min`` / ``max``: one ``all_reduce`` of the local extreme (plus the counts);

@@ -92,6 +92,7 @@ def _joined(chunks: list[torch.Tensor], width: int) -> torch.Tensor:
 
 STEP = 1 << 14  # rows per step of the packed stages: their ~10 int64 temporaries (128 KiB each) stay in cache
 _LOW = 0xFFFFFFFF
+SHARE = 64  # routing rounds of 1/64 of the rows, at least (`comm.deliver`): a rank already holds two row buffers
 
 
 def _packed_sums(ctx: comm.Ctx, xs: list[torch.Tensor], ys: list[torch.Tensor], n: int) -> torch.Tensor:
@@ -218,7 +219,7 @@ def _received(ctx: comm.Ctx, blocks):
         held.append(mmap.mmap(-1, max(rows, 1) * 8))
         return torch.from_numpy(np.frombuffer(held[-1], dtype=np.int64, count=rows))
 
-    [[rows]] = comm.deliver(ctx, blocks, [torch.empty(0, dtype=torch.int64)], alloc=alloc)
+    [[rows]] = comm.deliver(ctx, blocks, [torch.empty(0, dtype=torch.int64)], alloc=alloc, share=SHARE)
     pages = held.pop()
 
     def release(lo: int) -> None:
