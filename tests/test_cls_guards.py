@@ -419,7 +419,8 @@ def test_top1_row_split_works_in_a_forked_child():
     import multiprocessing
 
     g = torch.Generator().manual_seed(14)
-    x, t = torch.randn(3000, 100, generator=g), torch.randint(0, 100, (3000,), generator=g)
+    n = 2 * _format._PART // 100 + 10  # two threads' worth
+    x, t = torch.randn(n, 100, generator=g), torch.randint(0, 100, (n,), generator=g)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
