@@ -560,9 +560,11 @@ def _volume_body(rank, world):
 @pytest.mark.distributed
 def test_sharded_sends_about_one_share_of_the_rows():
     """Bytes a rank hands to collectives: about its own rows, as the gather path (which then receives world x
-    them; the sharded path receives about one share). A multiclass column's key carries its own (positives,
-    negatives) counts, so the C columns send up to ~2x the (C scores + 1 label) rows of the gather path."""
-    bound = {"multiclass_auroc": 2.0, "multiclass_recall_at_fixed_precision": 2.0, "adjusted_rand_score": 1.6}
+    them; the sharded path receives about one share). A multiclass entry travels as a distinct key with its own
+    (positives, negatives) counts, and short float32 columns share one sort of int64 keys ``column << 32 | score
+    bits`` (8 bytes where a float32 score takes 4): the C columns send up to ~2.5x the (C scores + 1 label) rows of
+    the gather path."""
+    bound = {"multiclass_auroc": 2.5, "multiclass_recall_at_fixed_precision": 2.5, "adjusted_rand_score": 1.6}
     for per_rank in spawn(_volume_body, 3, timeout=180):
         for name, (sharded, gathered) in per_rank.items():
             assert sharded <= bound[name] * gathered, (name, sharded, gathered)
