@@ -80,7 +80,8 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     ranges = torch.stack(every)
     under, under_cut = sort.below(ranges, points)
     n_neg, n_pos = (int(v) for v in ranges.sum(0) + points.sum(0))
-    sums = _range_sums(neg, pos, under[ctx.rank], n_neg, n_pos)
+    auroc = metric.name == "binary_auroc"
+    sums = _range_sums(neg, pos, under[ctx.rank], n_neg, n_pos, auroc)
     dist.all_reduce(sums, group=ctx.group)
     if n_pos + n_neg == 0:  # every row dropped (ignore_index, invalid labels): as one process
         return metric.finalize(base)
@@ -92,15 +93,16 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     area = sums[0] + (p_cut * (nb + n_cut / 2)).sum()
     tp, fp = n_pos - pb, n_neg - nb
     ap = sums[1] + (p_cut * tp / (tp + fp).clamp_min(1)).sum()
-    out = area / (n_pos * n_neg) if metric.name == "binary_auroc" else ap / n_pos
+    out = area / (n_pos * n_neg) if auroc else ap / n_pos
     return out.to(device=value.device, dtype=value.dtype)
 
 
 STEP = 1 << 16  # positives per step of the per-range sums
 
 
-def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg: int, n_pos: int):
-    """float64 ``(area, AP sum)`` of this rank's range from its sorted negative and positive scores, in steps of
+def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg: int, n_pos: int, auroc: bool):
+    """float64 ``(area, AP sum)`` of this rank's range (``auroc``: the area alone, the AP sum 0; else the AP sum
+    alone, the area 0) from its sorted negative and positive scores, in steps of
     `STEP` positives: a positive's negatives below are ``under + #neg < p + #neg == p / 2``,
     ``TP_>=p = P - (positives below p)``, ``FP_>=p = N - (negatives below p)``. One search a positive
     (``#neg < p``); ``#neg == p`` is searched only where ``neg`` holds ``p``, and the positives below ``p`` are the
@@ -114,18 +116,20 @@ def _range_sums(neg: torch.Tensor, pos: torch.Tensor, under: torch.Tensor, n_neg
     for lo in range(0, pos.shape[0], STEP):
         p = pos[lo: lo + STEP]
         left = search(neg, p)
-        ties = torch.zeros_like(left)
-        if neg.shape[0]:
-            tied = (neg[left.clamp(max=neg.shape[0] - 1)] == p) & (left < neg.shape[0])
-            ties[tied] = search(neg, p[tied], right=True) - left[tied]
-        half += 2 * left.sum() + ties.sum()
+        if auroc:
+            ties = torch.zeros_like(left)
+            if neg.shape[0]:
+                tied = (neg[left.clamp(max=neg.shape[0] - 1)] == p) & (left < neg.shape[0])
+                ties[tied] = search(neg, p[tied], right=True) - left[tied]
+            half += 2 * left.sum() + ties.sum()
+            continue
         new = torch.ones(p.shape, dtype=torch.bool, device=p.device)
         torch.ne(p[1:], p[:-1], out=new[1:])
         start = torch.cummax(torch.where(new, torch.arange(p.shape[0], device=p.device), 0), 0).values
         below = torch.where(start == 0, search(pos, p[:1]), start + lo)
         tp = (n_pos - pb0 - below).double()
         ap += (tp / (tp + (n_neg - nb0 - left).double())).sum()
-    area = pos.shape[0] * float(nb0) + half.double() / 2
+    area = pos.shape[0] * float(nb0) + half.double() / 2 if auroc else torch.zeros_like(ap)
     return torch.stack([area, ap])
 
 
