@@ -57,7 +57,7 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
             yield scores.to(ctx.comm), labels.to(ctx.comm)
 
     like = torch.empty(0, dtype=dtype, device=ctx.comm)
-    picked = [spec._binary_kept(s.to(dtype), c)[0].to(ctx.comm) for s, c in sort.sample(chunks, ctx.rank)]
+    picked = [_weighed(*spec._binary_kept(s.to(dtype), c), ctx.comm) for s, c in sort.sample(chunks, ctx.rank)]
     cut = sort.cuts(ctx, picked, like, sampled=True)
     points = torch.zeros((cut.shape[0], 2), dtype=torch.int64, device=ctx.comm)  # (negatives, positives) at cuts
 
@@ -95,6 +95,15 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     ap = sums[1] + (p_cut * tp / (tp + fp).clamp_min(1)).sum()
     out = area / (n_pos * n_neg) if auroc else ap / n_pos
     return out.to(device=value.device, dtype=value.dtype)
+
+
+POSITIVE_WEIGHT = 2  # a positive's share of a range's work (sorted, then searched), in negatives
+
+
+def _weighed(scores: torch.Tensor, labels: torch.Tensor, device) -> torch.Tensor:
+    """The sampled kept ``scores`` with each positive `POSITIVE_WEIGHT` times: the cuts split the work, not the
+    rows (positives crowd the upper ranges, and each costs a search there)."""
+    return torch.cat([scores] + [scores[labels.bool()]] * (POSITIVE_WEIGHT - 1)).to(device)
 
 
 STEP = 1 << 16  # positives per step of the per-range sums
