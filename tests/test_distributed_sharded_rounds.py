@@ -152,3 +152,21 @@ def test_a_heavily_tied_value_is_counted_not_piled_on_one_rank():
     about 1 / world of the rows)."""
     for received, n in spawn(_balance_body, 4, timeout=120):
         assert len(received) == 3 and max(received) <= 1.2 * n, received
+
+
+@pytest.mark.parametrize("width", [3, 40])
+def test_send_buffer_positions_on_every_path(width):
+    """A row's place in the send buffer is its destination's cursor plus the rows before it with that destination
+    (a plain loop), by the CPU's masks (few destinations) or radix argsort (many), and by the accelerators'
+    ``torch.argsort`` path, run here on the CPU."""
+    from adapters._shard import comm
+
+    g = torch.Generator().manual_seed(width)
+    dest = torch.randint(0, width, (5000,), generator=g, dtype=torch.int32)
+    cursor = torch.randint(0, 10**6, (width,), generator=g)
+    seen, want = [0] * width, []
+    for d in dest.tolist():
+        want.append(int(cursor[d]) + seen[d])
+        seen[d] += 1
+    assert comm._positions(dest, cursor).tolist() == want
+    assert comm._torch_positions(dest, cursor).tolist() == want

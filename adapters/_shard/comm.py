@@ -173,6 +173,12 @@ def _positions(dest: torch.Tensor, cursor: torch.Tensor) -> torch.Tensor:
         pos[np.argsort(d, kind="stable")] = np.arange(d.shape[0])
         pos += (cursor.numpy() - (np.cumsum(n) - n))[d]
         return torch.from_numpy(pos)
+    return _torch_positions(dest, cursor)
+
+
+def _torch_positions(dest: torch.Tensor, cursor: torch.Tensor) -> torch.Tensor:
+    """`_positions` by one stable ``torch.argsort`` (any device)."""
+    width = cursor.shape[0]
     order = torch.argsort(dest, stable=True)
     ordered = dest[order].long()
     n = torch.bincount(ordered, minlength=width)
