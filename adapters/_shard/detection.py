@@ -34,14 +34,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.distributed as dist
 
 from adapters._shard import comm, sort
 from adapters._shard.retrieval import owner
 from fmetrics.detection import _coco, _inputs, _masks
-from fmetrics.detection.mean_ap import _NAME, _STATS, RULES, DetectionState
+from fmetrics.detection.mean_ap import _NAME, RULES, DetectionState, detection_cuts, summary, thresholds
 from fmetrics.state import cat_chunks
 
 
@@ -106,7 +105,8 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
     out = {}
     for itype in types:
         prefix = "" if len(types) == 1 else f"{itype}_"
-        out.update(_summary(evals[itype], macro and macro[itype], th, args["class_metrics"], dev, prefix))
+        out.update(summary(evals[itype], macro and macro[itype], th.iou, th.max_dets, args["class_metrics"], prefix,
+                           dev))
         if extended:
             ev = evals[itype]
             out.update({prefix + "ious": {k: v.to(dev) for k, v in ev.ious.items()}, prefix + "precision":
@@ -116,15 +116,11 @@ def finalize(ctx: comm.Ctx, metric, state, reduce):
 
 
 class _Thresholds:
-    """The IoU and recall thresholds (float64, numpy's linspace values for the defaults) and the sorted cuts."""
+    """The IoU and recall thresholds (float64) and the ascending detection cuts, as `mean_average_precision`'s."""
 
     def __init__(self, args, device):
-        iou, rec, cuts = args["iou_thresholds"], args["rec_thresholds"], args["max_detection_thresholds"]
-        self.iou = torch.as_tensor(np.linspace(0.5, 0.95, 10) if iou is None else [float(v) for v in iou],
-                                   dtype=torch.float64, device=device)
-        self.rec = torch.as_tensor(np.linspace(0.0, 1.0, 101) if rec is None else [float(v) for v in rec],
-                                   dtype=torch.float64, device=device)
-        self.max_dets = (1, 10, 100) if cuts is None else tuple(sorted(int(v) for v in cuts))
+        self.iou, self.rec = thresholds(args["iou_thresholds"], args["rec_thresholds"], device)
+        self.max_dets = detection_cuts(args["max_detection_thresholds"])
 
 
 def _datasets(types, images: int, det: list, gt: list):
@@ -242,23 +238,4 @@ def _gather_ious(ctx: comm.Ctx, ious: dict) -> dict:
     for i, c, nd, ng in keys.tolist():
         out[(i, c)] = flat[at: at + nd * ng].view(nd, ng)
         at += nd * ng
-    return out
-
-
-def _summary(ev, per_class, th: _Thresholds, class_metrics: bool, dev, prefix: str) -> dict:
-    """One iou type's keys of the output dict of `fmetrics.detection.mean_ap` from the class-ordered evaluation
-    ``ev`` (``per_class``: the macro one, for ``class_metrics``)."""
-    max_dets = th.max_dets
-    names = list(_STATS) + [f"mar_{max_dets[0]}", f"mar_{max_dets[1]}", f"mar_{max_dets[2]}",
-                            "mar_small", "mar_medium", "mar_large"]
-    out = {prefix + k: v.to(dev) for k, v in zip(names, _coco.summarize(ev, th.iou, max_dets))}
-    minus_one = torch.tensor(-1.0, dtype=torch.float64, device=dev)
-    out[prefix + "map_per_class"], out[prefix + f"mar_{max_dets[-1]}_per_class"] = minus_one, minus_one
-    if class_metrics:
-        p = per_class.precision[:, :, :, 0, -1]
-        r = per_class.recall[:, :, 0, -1]
-        pv = torch.where(p > -1, p, 0).sum((0, 1)) / (p > -1).sum((0, 1))
-        rv = torch.where(r > -1, r, 0).sum(0) / (r > -1).sum(0)
-        out[prefix + "map_per_class"] = torch.where((p > -1).any(1).any(0), pv, -1.0).to(dev)
-        out[prefix + f"mar_{max_dets[-1]}_per_class"] = torch.where((r > -1).any(0), rv, -1.0).to(dev)
     return out

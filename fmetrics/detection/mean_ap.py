@@ -55,6 +55,44 @@ def _default(values, default):
     return default if values is None else [float(v) for v in values]
 
 
+def detection_cuts(max_detection_thresholds) -> tuple:
+    """The three ``max_detection_thresholds``, ascending (default ``(1, 10, 100)``); raises on anything else."""
+    if max_detection_thresholds is None:
+        return (1, 10, 100)
+    if len(max_detection_thresholds) != 3 or any(int(v) != v or v < 1 for v in max_detection_thresholds):
+        raise validation.fail(_NAME, "max_detection_thresholds", "None or a list of three positive ints",
+                              repr(max_detection_thresholds))
+    return tuple(sorted(int(v) for v in max_detection_thresholds))
+
+
+def thresholds(iou_thresholds, rec_thresholds, device) -> tuple:
+    """``(iou, recall)`` thresholds as float64 tensors on ``device``: the given values, or pycocotools' float64
+    defaults (numpy's linspace values bit for bit)."""
+    iou, rec = _default(iou_thresholds, None), _default(rec_thresholds, None)
+    return (torch.as_tensor(np.linspace(0.5, 0.95, 10) if iou is None else iou, dtype=torch.float64, device=device),
+            torch.as_tensor(np.linspace(0.0, 1.0, 101) if rec is None else rec, dtype=torch.float64, device=device))
+
+
+def summary(ev, per_class, iou_t: torch.Tensor, max_dets: tuple, class_metrics: bool, prefix: str, dev) -> dict:
+    """One iou type's keys of the output, on ``dev``: the 12 COCO stats of the evaluation ``ev`` (``None``: no
+    image, every stat -1), then ``map_per_class`` / ``mar_{max}_per_class`` from the macro evaluation
+    ``per_class`` with ``class_metrics`` (else -1)."""
+    minus_one = torch.tensor(-1.0, dtype=torch.float64, device=dev)
+    stats = [minus_one] * 12 if ev is None else _coco.summarize(ev, iou_t, max_dets)
+    names = list(_STATS) + [f"mar_{max_dets[0]}", f"mar_{max_dets[1]}", f"mar_{max_dets[2]}",
+                            "mar_small", "mar_medium", "mar_large"]
+    out = {prefix + k: v.to(dev) for k, v in zip(names, stats)}
+    out[prefix + "map_per_class"], out[prefix + f"mar_{max_dets[-1]}_per_class"] = minus_one, minus_one
+    if class_metrics and per_class is not None:
+        p = per_class.precision[:, :, :, 0, -1]
+        r = per_class.recall[:, :, 0, -1]
+        pv = torch.where(p > -1, p, 0).sum((0, 1)) / (p > -1).sum((0, 1))
+        rv = torch.where(r > -1, r, 0).sum(0) / (r > -1).sum(0)
+        out[prefix + "map_per_class"] = torch.where((p > -1).any(1).any(0), pv, -1.0).to(dev)
+        out[prefix + f"mar_{max_dets[-1]}_per_class"] = torch.where((r > -1).any(0), rv, -1.0).to(dev)
+    return out
+
+
 @factory
 def mean_average_precision(
     *,
@@ -130,13 +168,7 @@ def mean_average_precision(
     for arg, v in (("iou_thresholds", iou_thr), ("rec_thresholds", rec_thr)):
         if v is not None and (not v or any(not 0 <= x <= 1 for x in v)):
             raise validation.fail(_NAME, arg, "None or a non-empty list of floats in [0, 1]", repr(v))
-    if max_detection_thresholds is None:
-        max_dets = (1, 10, 100)
-    else:
-        if len(max_detection_thresholds) != 3 or any(int(v) != v or v < 1 for v in max_detection_thresholds):
-            raise validation.fail(_NAME, "max_detection_thresholds", "None or a list of three positive ints",
-                                  repr(max_detection_thresholds))
-        max_dets = tuple(sorted(int(v) for v in max_detection_thresholds))
+    max_dets = detection_cuts(max_detection_thresholds)
     for arg, v in (("class_metrics", class_metrics), ("extended_summary", extended_summary)):
         if not isinstance(v, bool):
             raise validation.fail(_NAME, arg, "a bool", repr(v))
@@ -344,9 +376,7 @@ def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metric
     det_img = torch.repeat_interleave(torch.arange(I, device=dev), det_counts)
     gt_img = torch.repeat_interleave(torch.arange(I, device=dev), gt_counts)
     classes = torch.unique(torch.cat([det_labels, gt_labels]))
-    # defaults: numpy's linspace values bit for bit (pycocotools' float64 defaults)
-    iou_t = torch.as_tensor(np.linspace(0.5, 0.95, 10) if iou_thr is None else iou_thr, dtype=f64, device=dev)
-    rec_t = torch.as_tensor(np.linspace(0.0, 1.0, 101) if rec_thr is None else rec_thr, dtype=f64, device=dev)
+    iou_t, rec_t = thresholds(iou_thr, rec_thr, dev)
     out: dict = {}
     for itype in types:
         prefix = "" if len(types) == 1 else f"{itype}_"
@@ -363,9 +393,8 @@ def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metric
             gt_words, gt_auto = _masks.mask_words(*_mask_set(s.gt_masks, gt_counts, s, dev))
             pair_iou = _masks.pair_iou(det_words, gt_words, det_area, gt_auto)
         gt_area = torch.where(gt_area_given > 0, gt_area_given, gt_auto)
-        ev, stats = None, None
+        evals = {}
         if I > 0:
-            evals = {}
             for mode in {average, "macro" if class_metrics else average}:
                 if mode == "macro":
                     dl, gl, K = torch.searchsorted(classes, det_labels), torch.searchsorted(classes, gt_labels), \
@@ -375,30 +404,13 @@ def _finalize(s: DetectionState, types, iou_thr, rec_thr, max_dets, class_metric
                 data = _coco.Dataset(I, det_img, dl, det_scores, det_area, gt_img, gl, gt_crowd, gt_area, pair_iou)
                 evals[mode] = _coco.evaluate(data, iou_t, rec_t, max_dets, K, extended_ious=extended and mode == average,
                                              classes=classes if mode == "macro" else None)
-            ev = evals[average]
-            stats = _coco.summarize(ev, iou_t, max_dets)
-        else:
-            stats = [torch.tensor(-1.0, dtype=f64, device=dev)] * 12
-        names = list(_STATS) + [f"mar_{max_dets[0]}", f"mar_{max_dets[1]}", f"mar_{max_dets[2]}",
-                                "mar_small", "mar_medium", "mar_large"]
-        for k, v in zip(names, stats):
-            out[prefix + k] = v
+        ev = evals.get(average)
+        out.update(summary(ev, evals.get("macro"), iou_t, max_dets, class_metrics, prefix, dev))
         if extended and ev is not None:
             out[prefix + "ious"] = ev.ious
             out[prefix + "precision"] = ev.precision
             out[prefix + "recall"] = ev.recall
             out[prefix + "scores"] = ev.scores
-        if class_metrics and I > 0:
-            mac = evals["macro"]
-            p = mac.precision[:, :, :, 0, -1]
-            r = mac.recall[:, :, 0, -1]
-            pv = torch.where(p > -1, p, 0).sum((0, 1)) / (p > -1).sum((0, 1))
-            rv = torch.where(r > -1, r, 0).sum(0) / (r > -1).sum(0)
-            out[prefix + "map_per_class"] = torch.where((p > -1).any(1).any(0), pv, -1.0)
-            out[prefix + f"mar_{max_dets[-1]}_per_class"] = torch.where((r > -1).any(0), rv, -1.0)
-        else:
-            out[prefix + "map_per_class"] = torch.tensor(-1.0, dtype=f64, device=dev)
-            out[prefix + f"mar_{max_dets[-1]}_per_class"] = torch.tensor(-1.0, dtype=f64, device=dev)
     out["classes"] = classes.to(torch.int32)
     return out
 
