@@ -238,8 +238,9 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
         if per_query is not None:
             return summary(metric.finalize(state.a), metric.finalize(state.b), *weighted_queries(state))
         value_a, value_b = metric.finalize(state.a), metric.finalize(state.b)  # bad input: its true count first
-        if all_at_once is not None:
-            return summary(value_a, value_b, all_at_once(state.reps_a), all_at_once(state.reps_b))
+        stacked = metric.finalize_stacked  # every replicate's value in one call, where the metric has it
+        if stacked is not None:
+            return summary(value_a, value_b, stacked(state.reps_a), stacked(state.reps_b))
         reps_a, reps_b = [], []
         for r, (own, other) in enumerate(replicate_counts(state)):
             rep_a = replicate(state.reps_a, state.reps_b, r, own, other)
@@ -249,8 +250,6 @@ def two_systems(name: str, metric: Metric, *, num: int, seed: int, sample_ids: b
             reps_a.append(metric.finalize(rep_a))
             reps_b.append(metric.finalize(rep_b))
         return summary(value_a, value_b, _rows.stack_values(name, reps_a), _rows.stack_values(name, reps_b))
-
-    all_at_once = metric.finalize_stacked
 
     def num_rows(every):
         if not metric.host_input:
