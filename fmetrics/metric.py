@@ -189,12 +189,18 @@ class Metric:
                 f"m(preds, target); for a stateful object use adapters.TorchMetric(m)")
         if self._inputs is not None:
             inputs, kwargs = _route(self._name, self._inputs, inputs, kwargs)
-        device = _first_device(state)
-        if device is not None:
+        first = state[0] if isinstance(state, tuple) and state else None
+        device = first.device if isinstance(first, torch.Tensor) else _first_device(state)
+        plain = not kwargs  # the usual update: plain tensors on the state's device, no autograd; inline: each
+        for x in inputs:  # call costs ~1 µs after a large batch's passes
+            if type(x) is not torch.Tensor or x.requires_grad or x.device != device:
+                plain = False
+                break
+        if device is not None and not plain:
             validation.check_device(self._name, device, inputs, kwargs)
         if self._check is not None and validation.eager_check_applies(inputs, kwargs):
             _run_check(self._check, inputs, kwargs)
-        if not _ONE_SHOT[0]:  # a state never holds an autograd graph (DESIGN §3); one-shot calls keep it
+        if not (plain or _ONE_SHOT[0]):  # a state never holds an autograd graph (DESIGN §3); one-shot calls keep it
             inputs = _detached(inputs)
             if kwargs:
                 kwargs = dict(zip(kwargs, _detached(tuple(kwargs.values()))))

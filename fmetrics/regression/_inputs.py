@@ -136,7 +136,8 @@ def check_sum(name: str, names, total, *inputs) -> None:
     """The eager check inside an ``update`` that sums its inputs anyway: a non-finite ``total`` (batch sums
     the update computed: a CPU tensor or a numpy array, summed as Python floats, faster than a numpy or torch
     call for a few values) means a non-finite input; the state is untouched since nothing is returned."""
-    if not math.isfinite(sum(total.ravel().tolist())):
+    values = total.tolist()  # a view's ravel costs as much again after a large batch's passes
+    if not math.isfinite(sum(map(sum, values)) if total.ndim == 2 else sum(values)):
         raise_nonfinite(name, names, *inputs)
 
 

@@ -41,6 +41,9 @@ and finalizes.
 """
 from __future__ import annotations
 
+import math
+import weakref
+
 import numpy as np
 import torch
 
@@ -159,13 +162,25 @@ def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
     """The batch's sums in the work dtype (rows as in `LAYOUTS`) from ``x`` and ``b`` (preds, or the residual in
     a fresh buffer; ``None`` with ``rss``, the residual's sum of squares), shifts ``k``, row weights ``w``."""
     ks = k.unbind(0) if layout != "r2" else (k,)  # one call for both rows; "r2"'s (1, D) broadcasts as it is
-    a = torch.sub(x, ks[0])
-    if layout == "pair":
-        b = torch.sub(b, ks[1])
-    elif layout == "residual":  # b: preds; e - K_e = (p - K_p) - (t - K_t)
-        b = torch.sub(b, ks[1]).sub_(a)
+    a, b = _centred(layout, x, b, lambda z, i: torch.sub(z, ks[i]))
     if w is not None:
         a, b = a.mul_(w), b.mul_(w)
+    return _sums(layout, a, b, rss)
+
+
+def _centred(layout: str, x, b, sub):
+    """``(x - K_0, b')`` with ``b' = b - K_1`` (``"pair"``), ``(b - K_1) - (x - K_0)`` (``"residual"``: ``b``
+    holds preds) or ``b`` itself (``"r2"``); ``sub(z, i)`` is ``z - K_i`` in a fresh buffer."""
+    a = sub(x, 0)
+    if layout == "pair":
+        b = sub(b, 1)
+    elif layout == "residual":  # e - K_e = (p - K_p) - (t - K_t)
+        b = sub(b, 1).sub_(a)
+    return a, b
+
+
+def _sums(layout: str, a, b, rss=None) -> torch.Tensor:
+    """The rows of `LAYOUTS` from the shifted buffers ``a`` and ``b`` (squared in place)."""
     if layout == "pair":
         parts = [a.sum(0), b.sum(0)]
         cross = (a * b).sum(0)
@@ -178,17 +193,45 @@ def _batch(layout: str, x, b, k, w=None, rss=None) -> torch.Tensor:
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
     dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
-    one costs several µs (one torch add per field, one ``tolist`` for the check)."""
-    k = _row_shifts(layout, state.shift).to(x.dtype)  # float32 values: exact in either dtype
+    one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`)."""
+    rows, cols = x.shape
+    rss = None
     if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory;
         # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks (~5 µs a call)
-        batch = _batch(layout, x, None, k, rss=torch._C._nn.mse_loss(y, x, 0).sum(0))
-    else:
-        batch = _batch(layout, x, y, k)
+        rss, y = torch._C._nn.mse_loss(y, x, 0).sum(0), None
+    tile = _tile(rows) if x.is_contiguous() and (y is None or y.is_contiguous()) else 1
+    k = _wide_shifts(state.shift, layout, x.dtype, tile)
+
+    def sub(z, i):  # z - K_i over (rows / tile, tile D) views
+        return torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
+
+    batch = _sums(layout, *_centred(layout, x, y, sub), rss)
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
-    return type(state)(state.n + x.shape[0], state.shift, torch.add(state.sums, batch),
+    return type(state)(state.n + rows, state.shift, torch.add(state.sums, batch),
                        validation.Invalid(inv.count, inv.first, inv.call, inv.calls + 1))
+
+
+def _tile(rows: int) -> int:
+    """How many rows of a contiguous ``(rows, D)`` batch `_steady` subtracts as one: the largest power of two up
+    to 64 that divides ``rows`` (a broadcast over 16 columns costs torch ~1.5x a flat pass)."""
+    return math.gcd(rows, 64)
+
+
+_WIDE = [None]  # the last `_wide_shifts` result and what it was made from
+
+
+def _wide_shifts(shift: torch.Tensor, layout: str, dtype: torch.dtype, tile: int) -> torch.Tensor:
+    """The input rows' shifts (`_row_shifts`, ``(S, D)``) in ``dtype`` (float32 values: exact), each tiled
+    ``tile`` times: ``(S, tile D)``. Reused while the same, unmodified shift tensor comes back (a state passes
+    its shift on from update to update): a fresh small tensor each update costs a few µs after a large batch."""
+    key = (shift._version, layout, dtype, tile)
+    last = _WIDE[0]
+    if last is not None and last[0]() is shift and last[1] == key:
+        return last[2]
+    k = _row_shifts(layout, shift).to(dtype).repeat(1, tile)
+    _WIDE[0] = (weakref.ref(shift), key, k)
+    return k
 
 
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
