@@ -272,12 +272,19 @@ def _overlap_add(z: torch.Tensor, w: torch.Tensor, index: torch.Tensor) -> torch
     return torch.nn.functional.embedding_bag(index.reshape(-1, 2), table, mode="sum").reshape(b, 2, frames, HOP)
 
 
-def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def _envelopes(h: torch.Tensor, w: torch.Tensor, buffer=None) -> torch.Tensor:
     """``(..., 15, F - 1)`` one-third-octave envelopes of `_overlap_add` halves ``h``, ``(..., F, 128)``:
-    STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512; a band's
-    energy is the squared norm of its bins."""
-    frames = h.flatten(-2).unfold(-1, N_FRAME, HOP) * w  # (..., F - 1, 256)
-    spec = torch.view_as_real(torch.fft.rfft(frames, n=NFFT, dim=-1))
+    STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512 (eager: written
+    into the left half of ``buffer``, ``(>= B, 2, F - 1, 512)``, whose right half stays zero: no padded
+    copy per pass); a band's energy is the squared norm of its bins."""
+    frames = h.flatten(-2).unfold(-1, N_FRAME, HOP)  # (..., F - 1, 256) view
+    if buffer is None:
+        spec = torch.fft.rfft(frames * w, n=NFFT, dim=-1)
+    else:
+        padded = buffer[:h.shape[0]]
+        torch.mul(frames, w, out=padded[..., :N_FRAME])
+        spec = torch.fft.rfft(padded, dim=-1)
+    spec = torch.view_as_real(spec)
     return torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
 
 
@@ -348,7 +355,8 @@ def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, pla
     z = z.reshape(-1, 2, z.shape[-1])
     index, kept = _kept_frames(_frame_energy(z[:, 0], hann, frame_count(z.shape[-1])), step)
     starts = range(0, x.shape[0], step)
-    tob = [_envelopes(_overlap_add(z[i:i + step], hann, index[i:i + step]), hann) for i in starts]
+    buffer = None if validation.traced() else z.new_zeros(step, 2, index.shape[2] - 1, NFFT)
+    tob = [_envelopes(_overlap_add(z[i:i + step], hann, index[i:i + step]), hann, buffer) for i in starts]
     d = [(_estoi if extended else _stoi)(t) for t in tob]
     return _masked_mean((d[0] if len(d) == 1 else torch.cat(d)).double(), kept - N)
 
