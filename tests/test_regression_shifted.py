@@ -371,17 +371,22 @@ def test_the_eager_cpu_update_matches_the_traceable_one(name):
 def test_two_streams_in_turn_and_odd_layouts_agree_with_the_oracle(name, rows):
     """The eager steady update subtracts the shifts over ``(rows / m, m D)`` views of contiguous batches (``m``
     the largest power of two up to 64 dividing ``rows``: 64, 4, 1 here) and reuses the tiled shifts while the
-    same state's shift comes back: two streams with other shifts updated in turn, and non-contiguous
-    (column-major) batches, each stay within 1e-6 of its float64 oracle."""
+    same state's shift comes back: streams with other shifts updated in turn, non-contiguous (column-major)
+    batches, and a residual shift that float32 cannot hold each stay within 1e-6 of the float64 oracle."""
     metric = _metrics(4)[name]
     streams = [_offset(batches=3, rows=rows, d=4, offset=off, seed=seed) for off, seed in ((1e4, 5), (-3e3, 6))]
     streams.append([(p.T.contiguous().T, t.T.contiguous().T) for p, t in streams[0]])  # column-major views
+    streams.append([(p - 1e4 + 5.3, t / 1e4) for p, t in streams[0]])  # K_e = K_p - K_t not a float32 value
     assert not streams[2][0][0].is_contiguous() and streams[0][0][0].numel() > _host.LIMIT
+    k_e = fm.explained_variance(num_outputs=4).update(fm.explained_variance(num_outputs=4).init(),
+                                                      *streams[3][0]).shift[1]
+    assert not torch.equal(k_e.float().double(), k_e)
     states = [metric.init() for _ in streams]
     for i in range(3):
         for j, batches in enumerate(streams):
             states[j] = metric.update(states[j], *batches[i])
-    for s, batches in zip(states, streams):
+    pairs = list(zip(states, streams)) + [(metric.merge(states[0], states[3]), streams[0] + streams[3])]
+    for s, batches in pairs:  # the merge re-bases one stream's sums by ~1e4
         want = _oracles([tuple(torch.cat(x).double() for x in zip(*batches))])[name]
         got = metric.finalize(s).numpy()
         assert np.max(np.abs(got - want) / np.abs(want)) < 1e-6

@@ -193,19 +193,24 @@ def _sums(layout: str, a, b, rss=None) -> torch.Tensor:
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
     dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
-    one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`)."""
+    one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`).
+    The first pass reads both inputs from memory and writes one buffer: R²'s ``(p - t)^2`` (fused), the
+    residual ``p - t`` (shifted in place by ``K_e`` where that is exact in the work dtype)."""
     rows, cols = x.shape
-    rss = None
-    if layout == "r2":  # (p - t)^2 in one pass (sub and square take two), first: it reads both inputs from memory;
-        # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks (~5 µs a call)
-        rss, y = torch._C._nn.mse_loss(y, x, 0).sum(0), None
-    tile = _tile(rows) if x.is_contiguous() and (y is None or y.is_contiguous()) else 1
-    k = _wide_shifts(state.shift, layout, x.dtype, tile)
+    tile = _tile(rows) if x.is_contiguous() and y.is_contiguous() else 1
+    k, residual_exact = _wide_shifts(state.shift, layout, x.dtype, tile)
 
     def sub(z, i):  # z - K_i over (rows / tile, tile D) views
         return torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
 
-    batch = _sums(layout, *_centred(layout, x, y, sub), rss)
+    if layout == "r2":  # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks
+        rss = torch._C._nn.mse_loss(y, x, 0).sum(0)
+        batch = _sums(layout, sub(x, 0), None, rss)
+    elif layout == "residual" and residual_exact:  # e - K_e = (p - t) - K_e
+        e = torch.sub(y, x)
+        batch = _sums(layout, sub(x, 0), e.view(-1, cols * tile).sub_(k[2]).view(rows, cols))
+    else:
+        batch = _sums(layout, *_centred(layout, x, y, sub))
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
     return type(state)(state.n + rows, state.shift, torch.add(state.sums, batch),
@@ -221,17 +226,23 @@ def _tile(rows: int) -> int:
 _WIDE = [None]  # the last `_wide_shifts` result and what it was made from
 
 
-def _wide_shifts(shift: torch.Tensor, layout: str, dtype: torch.dtype, tile: int) -> torch.Tensor:
-    """The input rows' shifts (`_row_shifts`, ``(S, D)``) in ``dtype`` (float32 values: exact), each tiled
-    ``tile`` times: ``(S, tile D)``. Reused while the same, unmodified shift tensor comes back (a state passes
-    its shift on from update to update): a fresh small tensor each update costs a few µs after a large batch."""
+def _wide_shifts(shift: torch.Tensor, layout: str, dtype: torch.dtype, tile: int):
+    """``(k, residual_exact)``: the input rows' shifts (`_row_shifts`, ``(S, D)``; for ``"residual"`` a third
+    row, ``K_e``) in ``dtype`` (float32 values: exact), each tiled ``tile`` times: ``(S, tile D)``, and whether
+    ``K_e`` is exact in ``dtype`` (``K_p - K_t`` of two float32 values need not be). Reused while the same,
+    unmodified shift tensor comes back (a state passes its shift on from update to update): a fresh small
+    tensor each update costs a few µs after a large batch."""
     key = (shift._version, layout, dtype, tile)
     last = _WIDE[0]
     if last is not None and last[0]() is shift and last[1] == key:
         return last[2]
-    k = _row_shifts(layout, shift).to(dtype).repeat(1, tile)
-    _WIDE[0] = (weakref.ref(shift), key, k)
-    return k
+    rows = _row_shifts(layout, shift)
+    if layout == "residual":
+        rows = torch.cat((rows, shift[1:]))
+    k = rows.to(dtype)
+    found = (k.repeat(1, tile), bool(torch.equal(k.to(rows.dtype), rows)))
+    _WIDE[0] = (weakref.ref(shift), key, found)
+    return found
 
 
 NUMPY = {torch.float32: np.float32, torch.float64: np.float64}
