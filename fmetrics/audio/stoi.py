@@ -150,6 +150,8 @@ def resample(x, fs: int, plan=None) -> torch.Tensor:
     terms, width, cols = toeplitz.shape
     n_out = -(-n * up // down)
     blocks = -(-n_out // cols)
+    if not validation.traced():
+        return _resample_views(xs, toeplitz, pad, blocks).reshape(-1, blocks * cols)[:, :n_out]
     rows = blocks + terms - 1  # per signal
     zero = xs[0].new_zeros(())
     left, right = zero.expand(b, pad), zero.expand(b, max(0, rows * width - pad - n))
@@ -160,6 +162,51 @@ def resample(x, fs: int, plan=None) -> torch.Tensor:
     for j in range(1, terms):
         out = out.addmm_(xp[j:j + last], toeplitz[j])
     return out.unfold(0, blocks, rows).transpose(1, 2).reshape(-1, blocks * cols)[:, :n_out]
+
+
+def _padded_rows(xs, pad: int, first: int, rows: int, width: int) -> torch.Tensor:
+    """``(B, k, rows, width)``: rows ``first ..`` of the signals ``xs`` padded by ``pad`` zeros on the left
+    (and zeros past their end), cut in rows of ``width`` samples (a copy)."""
+    b, n = xs[0].shape
+    lo, hi = first * width - pad, (first + rows) * width - pad
+    zero = xs[0].new_zeros(())
+    left, right = zero.expand(b, min(max(0, -lo), hi - lo)), zero.expand(b, min(max(0, hi - n), hi - lo))
+    parts = [torch.cat([left, x[:, max(lo, 0):min(max(hi, 0), n)], right], -1) for x in xs]
+    return torch.stack(parts, 1).reshape(b, len(xs), rows, width)
+
+
+def _resample_views(xs, toeplitz: torch.Tensor, pad: int, blocks: int) -> torch.Tensor:
+    """`resample`'s ``(B, k, blocks, L up)`` output blocks, eager: no padded copy of the signals.
+
+    With ``xp`` the signals padded by ``pad`` zeros and cut in rows of ``L
+    down`` samples, block ``q`` is ``sum_j xp[q + j] toeplitz[j]``. The rows of
+    ``xp`` past the first ``m`` are views of the signals (from sample ``s0 =
+    -pad mod L down``), so the blocks whose rows are all views are batched
+    products on those views, accumulated in place (``baddbmm_``); the first
+    ``m`` and last few blocks come from small padded copies of their rows.
+    """
+    b, n = xs[0].shape
+    terms, width, cols = toeplitz.shape
+    s0 = -pad % width
+    m = (pad + s0) // width  # padded rows before the first view row
+    full = max(0, (n - s0) // width)
+    stop = max(m, min(blocks, m + full - terms + 1))  # blocks m .. stop - 1 read view rows only
+    out = xs[0].new_empty(b, len(xs), blocks, cols)
+    taps = [t.expand(b, width, cols) for t in toeplitz]
+    for i, x in enumerate(xs):
+        if stop == m:
+            break
+        view = x[:, s0:s0 + full * width].unflatten(-1, (full, width))
+        for j in range(terms):
+            out[:, i, m:stop].baddbmm_(view[:, j:j + stop - m], taps[j], beta=0 if j == 0 else 1)
+    for first, count in ((0, m), (stop, blocks - stop)):
+        if count > 0:
+            rows = _padded_rows(xs, pad, first, count + terms - 1, width)
+            edge = rows[:, :, :count] @ toeplitz[0]
+            for j in range(1, terms):
+                edge = edge + rows[:, :, j:j + count] @ toeplitz[j]
+            out[:, :, first:first + count] = edge
+    return out
 
 
 @functools.lru_cache(maxsize=None)
