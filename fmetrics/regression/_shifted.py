@@ -92,7 +92,7 @@ def family(family_name: str, state_type, num_outputs: int, mode: str, name: str,
         p = _inputs.columns(name, preds, num_outputs, flatten=False)
         t = _inputs.columns(name, target, num_outputs, flatten=False)
         x, y = (p, t) if layout == "pair" else (t, p)
-        return update(shifted(state, state_type), x, y, layout=layout, mode=mode, name=name, raw=(preds, target))
+        return update(shifted(state, state_type), x, y, layout, mode, name, (preds, target))
 
     return Family(name=family_name, key=(num_outputs, mode, False),
                   init=lambda: init(state_type, num_outputs, layout, accum_dtype()), update=step,
@@ -122,10 +122,13 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
     rows = x.shape[0]
     if rows == 0:
         return state
+    steady = (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
+              and not _inputs.deferred(x, y))
+    if steady and x.numel() > _host.LIMIT and int(state.n) > 0:  # first: large batches skip the numpy path's test
+        return _steady(state, x, y, layout, name, raw)
     if mode != "drop" and _host.applies(x, y, state.sums):
         return _host_update(state, x, y, layout, mode, name, raw)
-    if (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
-            and not _inputs.deferred(x, y) and int(state.n) > 0):
+    if steady and int(state.n) > 0:
         return _steady(state, x, y, layout, name, raw)
     work = _inputs.work_dtype(state.sums.dtype, x, y, exact=False)
     inv = state.invalid
@@ -179,15 +182,20 @@ def _centred(layout: str, x, b, sub):
     return a, b
 
 
-def _sums(layout: str, a, b, rss=None) -> torch.Tensor:
-    """The rows of `LAYOUTS` from the shifted buffers ``a`` and ``b`` (squared in place)."""
+def _sums(layout: str, a, b, rss=None, square=_inputs.square) -> torch.Tensor:
+    """The rows of `LAYOUTS` from the shifted buffers ``a`` and ``b`` (squared in place where autograd allows;
+    ``square``: how)."""
     if layout == "pair":
         parts = [a.sum(0), b.sum(0)]
         cross = (a * b).sum(0)
-        return torch.stack(parts + [_inputs.square(a).sum(0), _inputs.square(b).sum(0), cross])
+        return torch.stack(parts + [square(a).sum(0), square(b).sum(0), cross])
     if layout == "r2":
-        return torch.stack((a.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0) if rss is None else rss))
-    return torch.stack((a.sum(0), b.sum(0), _inputs.square(a).sum(0), _inputs.square(b).sum(0)))
+        return torch.stack((a.sum(0), square(a).sum(0), square(b).sum(0) if rss is None else rss))
+    return torch.stack((a.sum(0), b.sum(0), square(a).sum(0), square(b).sum(0)))
+
+
+def _square_(z: torch.Tensor) -> torch.Tensor:
+    return z.mul_(z)
 
 
 def _steady(state, x, y, layout: str, name: str, raw: tuple):
@@ -205,12 +213,12 @@ def _steady(state, x, y, layout: str, name: str, raw: tuple):
 
     if layout == "r2":  # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks
         rss = torch._C._nn.mse_loss(y, x, 0).sum(0)
-        batch = _sums(layout, sub(x, 0), None, rss)
+        batch = _sums(layout, sub(x, 0), None, rss, _square_)
     elif layout == "residual" and residual_exact:  # e - K_e = (p - t) - K_e
         e = torch.sub(y, x)
-        batch = _sums(layout, sub(x, 0), e.view(-1, cols * tile).sub_(k[2]).view(rows, cols))
+        batch = _sums(layout, sub(x, 0), e.view(-1, cols * tile).sub_(k[2]).view(rows, cols), square=_square_)
     else:
-        batch = _sums(layout, *_centred(layout, x, y, sub))
+        batch = _sums(layout, *_centred(layout, x, y, sub), square=_square_)
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
     return type(state)(state.n + rows, state.shift, torch.add(state.sums, batch),
