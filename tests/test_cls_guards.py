@@ -373,7 +373,7 @@ def test_top1_labels_are_torch_argmax_and_count_as_sklearn(dtype):
         x[2, c - 1] = -0.0
         t = torch.randint(0, c, (n,), generator=g)
         for p in (x, x.t().contiguous().t()):
-            assert torch.equal(_format.top1_labels("m", p, t, c), p.argmax(1))
+            assert torch.equal(torch.from_numpy(_format.top1_labels("m", p, t, c)), p.argmax(1))
         cm = skm.confusion_matrix(t.numpy(), x.argmax(1).numpy(), labels=np.arange(c))
         tp, fp, fn = np.diag(cm), cm.sum(0) - np.diag(cm), cm.sum(1) - np.diag(cm)
         want = np.stack([tp, fp, n - tp - fp - fn, fn, tp + fn], 1)
@@ -395,8 +395,10 @@ def test_top1_labels_split_over_threads_match_one_thread():
     try:
         for k in (1, 2, 3):
             torch.set_num_threads(k)
-            labels, nan = _format._host_argmax(x)
-            assert torch.equal(torch.from_numpy(labels)[~torch.from_numpy(nan)], x.argmax(1)[~torch.from_numpy(nan)])
+            labels, top = _format._host_argmax(x)
+            nan = torch.from_numpy(np.isnan(top))
+            assert torch.equal(torch.from_numpy(labels)[~nan], x.argmax(1)[~nan])
+            assert torch.equal(torch.from_numpy(top)[~nan], x.max(1).values[~nan])
             assert np.flatnonzero(nan).tolist() == [5, n - 2]
             with pytest.raises(ValueError, match=r"found nan \(2 rows\)$"):
                 _format.top1_labels("m", x, t, c)

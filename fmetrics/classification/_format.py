@@ -109,8 +109,8 @@ def _quote_labels(name: str, arg: str, x: torch.Tensor, num: int, ignore_index) 
     if x.is_floating_point():
         bad = ~((x >= 0) & (x < num) & (x == x.floor()))
     else:
-        lo, hi = torch.aminmax(x)
-        if lo.item() >= 0 and hi.item() < num:  # eager CPU: Python scalars cost less than 0-d tensor ops
+        a = x.numpy()  # eager CPU: numpy's reductions cost less than torch's aminmax and two host reads
+        if a.min() >= 0 and a.max() < num:
             return
         bad = (x < 0) | (x >= num)
     if ignore_index is not None:
@@ -254,40 +254,40 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
-def _argmax_rows(x: np.ndarray, labels: np.ndarray, nan: np.ndarray) -> None:
-    """Row ``argmax`` of C-contiguous ``x`` into ``labels``; whether each row's winner is NaN into ``nan``."""
+def _argmax_rows(x: np.ndarray, labels: np.ndarray, top: np.ndarray) -> None:
+    """Row ``argmax`` of C-contiguous ``x`` into ``labels``; each row's winning score into ``top``."""
     x.argmax(1, out=labels)
-    np.isnan(x.reshape(-1).take(labels + np.arange(0, x.size, x.shape[1])), out=nan)
+    np.take(x.reshape(-1), labels + np.arange(0, x.size, x.shape[1]), out=top)
 
 
 def _host_argmax(scores: torch.Tensor, *others: torch.Tensor):
-    """numpy ``(labels, nan)`` of scores ``(N, C)`` where numpy's row ``argmax`` applies, else ``None``.
+    """numpy ``(labels, top)`` of scores ``(N, C)`` where numpy's row ``argmax`` applies, else ``None``.
 
     It applies on the CPU in eager mode (where `fmetrics.validation` allows host reads, for ``scores``
     and ``others``) to float32 / float64 scores of at least 2^15 entries (below, the fixed cost per op
     dominates): numpy's kernel vectorizes where torch's CPU ``max`` / ``argmax`` over the inner axis
     does not (4096 x 100 float32: ~0.2 ms against ~0.9 ms). ``labels`` is the first maximum of each
-    row; numpy ranks a NaN first, as torch does, so ``nan`` (the row holds one) is read from the
-    winning score: no second pass over the scores. numpy releases the GIL in ``argmax``: with
+    row and ``top`` its score; numpy ranks a NaN first, as torch does, so ``top`` is NaN exactly where
+    the row holds one: no second pass over the scores. numpy releases the GIL in ``argmax``: with
     ``torch.get_num_threads() > 1`` a large batch is split by rows over that many threads.
     """
     if (scores.dtype not in (torch.float32, torch.float64) or scores.numel() < 2**15
             or not validation.eager_check_applies_to(scores, *others)):
         return None
-    x = np.ascontiguousarray(scores.detach().numpy())
+    x = np.ascontiguousarray((scores.detach() if scores.requires_grad else scores).numpy())
     n = x.shape[0]
-    labels, nan = np.empty(n, np.intp), np.empty(n, np.bool_)
+    labels, top = np.empty(n, np.intp), np.empty(n, x.dtype)
     parts = min(torch.get_num_threads(), x.size // _PART)
     if parts < 2:
-        _argmax_rows(x, labels, nan)
-        return labels, nan
+        _argmax_rows(x, labels, top)
+        return labels, top
     cut = [n * i // parts for i in range(parts + 1)]
     rows = [slice(a, b) for a, b in zip(cut, cut[1:])]
-    done = [_pool(parts - 1).submit(_argmax_rows, x[r], labels[r], nan[r]) for r in rows[1:]]
-    _argmax_rows(x[rows[0]], labels[rows[0]], nan[rows[0]])
+    done = [_pool(parts - 1).submit(_argmax_rows, x[r], labels[r], top[r]) for r in rows[1:]]
+    _argmax_rows(x[rows[0]], labels[rows[0]], top[rows[0]])
     for f in done:
         f.result()
-    return labels, nan
+    return labels, top
 
 
 def argmax_classes(scores: torch.Tensor):
@@ -301,21 +301,23 @@ def argmax_classes(scores: torch.Tensor):
     if host is None:
         top, labels = scores.max(1)
         return labels, torch.isnan(top)
-    return tuple(torch.from_numpy(a).view(-1, 1) for a in host)
+    labels, top = host
+    return torch.from_numpy(labels).view(-1, 1), torch.from_numpy(np.isnan(top)).view(-1, 1)
 
 
-def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classes: int) -> Optional[torch.Tensor]:
-    """The int64 ``argmax`` labels ``(N,)`` of scores ``(N, C)`` against int64 labels ``(N,)``, or
+def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classes: int) -> Optional[np.ndarray]:
+    """The numpy ``argmax`` labels ``(N,)`` of scores ``(N, C)`` against int64 labels ``(N,)``, or
     ``None`` where numpy's ``argmax`` does not apply (`_host_argmax`) or the layout differs.
 
     For an update whose eager check has passed on these inputs (every target a label; NaN rows left
     to the update): a row holding a NaN raises ``ValueError`` here. No formatting beyond the layout
-    test: the scores are read once, by the ``argmax``, then only each row's winner.
+    test: the scores are read once, by the ``argmax``, then only each row's winner (summed: one
+    reduction settles the common case of no NaN).
 
     Example::
 
         >>> top1_labels("m", torch.eye(2**15, 3), torch.zeros(2**15, dtype=torch.long), 3)[:4]
-        tensor([0, 1, 2, 0])
+        array([0, 1, 2, 0])
     """
     if not (isinstance(preds, torch.Tensor) and isinstance(target, torch.Tensor)) or \
             preds.dim() != 2 or target.dim() != 1 or preds.shape != (target.shape[0], num_classes) or \
@@ -324,9 +326,10 @@ def top1_labels(name: str, preds: torch.Tensor, target: torch.Tensor, num_classe
     host = _host_argmax(preds, target)
     if host is None:
         return None
-    labels, nan = host
-    _raise_nan(name, int(np.count_nonzero(nan)), "row")
-    return torch.from_numpy(labels)
+    labels, top = host
+    if not math.isfinite(top.sum()):
+        _raise_nan(name, int(np.count_nonzero(np.isnan(top))), "row")
+    return labels
 
 
 # ------------------------------------------------------------------ helpers
