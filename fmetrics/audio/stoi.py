@@ -195,7 +195,7 @@ def _resample_views(xs, toeplitz: torch.Tensor, pad: int, blocks: int) -> torch.
         view = x[:, s0:s0 + full * width].unflatten(-1, (full, width))
         for j in range(terms):
             out[:, i, m:stop].baddbmm_(view[:, j:j + stop - m], taps[j], beta=0 if j == 0 else 1)
-    for first, count in ((0, m), (stop, blocks - stop)):
+    for first, count in ((0, min(m, blocks)), (stop, blocks - stop)):
         if count > 0:
             rows = _padded_rows(xs, pad, first, count + terms - 1, width)
             edge = rows[:, :, :count] @ toeplitz[0]
