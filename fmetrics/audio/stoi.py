@@ -143,7 +143,7 @@ def resample(x, fs: int, plan=None) -> torch.Tensor:
     if plan is None:  # (computed outside any trace by the factory: numpy filter design)
         plan = resample_plan(fs)
     xs = x if isinstance(x, tuple) else (x,)
-    b, n = xs[0].shape
+    n = xs[0].shape[-1]
     if plan is None:
         return torch.stack(xs, 1).reshape(-1, n) if isinstance(x, tuple) else x
     up, down, pad, toeplitz = plan
