@@ -256,8 +256,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 def _argmax_rows(x: np.ndarray, labels: np.ndarray, top: np.ndarray) -> None:
     """Row ``argmax`` of C-contiguous ``x`` into ``labels``; each row's winning score into ``top``."""
-    x.argmax(1, out=labels)
-    np.take(x.reshape(-1), labels + np.arange(0, x.size, x.shape[1]), out=top)
+    x.argmax(1, out=labels)  # the indices below are valid: mode="clip" skips the bounds check that buffers ``out``
+    np.take(x.reshape(-1), labels + np.arange(0, x.size, x.shape[1]), out=top, mode="clip")
 
 
 def _host_argmax(scores: torch.Tensor, *others: torch.Tensor):
