@@ -122,13 +122,10 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
     rows = x.shape[0]
     if rows == 0:
         return state
-    steady = (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
-              and not _inputs.deferred(x, y))
-    if steady and x.numel() > _host.LIMIT and int(state.n) > 0:  # first: large batches skip the numpy path's test
-        return _steady(state, x, y, layout, name, raw)
     if mode != "drop" and _host.applies(x, y, state.sums):
         return _host_update(state, x, y, layout, mode, name, raw)
-    if steady and int(state.n) > 0:
+    if (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
+            and not _inputs.deferred(x, y) and int(state.n) > 0):
         return _steady(state, x, y, layout, name, raw)
     work = _inputs.work_dtype(state.sums.dtype, x, y, exact=False)
     inv = state.invalid
