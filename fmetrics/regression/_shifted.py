@@ -125,8 +125,10 @@ def update(state, x: torch.Tensor, y: torch.Tensor, layout: str, mode: str, name
     if mode != "drop" and _host.applies(x, y, state.sums):
         return _host_update(state, x, y, layout, mode, name, raw)
     if (mode == "count" and x.dtype == y.dtype and x.dtype in NUMPY and not (x.requires_grad or y.requires_grad)
-            and not _inputs.deferred(x, y) and int(state.n) > 0):
-        return _steady(state, x, y, layout, name, raw)
+            and not _inputs.deferred(x, y)):
+        n = int(state.n)
+        if n > 0:
+            return _steady(state, n, x, y, layout, name, raw)
     work = _inputs.work_dtype(state.sums.dtype, x, y, exact=False)
     inv = state.invalid
     eager = mode == "count" and not _inputs.deferred(x, y)
@@ -195,7 +197,7 @@ def _square_(z: torch.Tensor) -> torch.Tensor:
     return z.mul_(z)
 
 
-def _steady(state, x, y, layout: str, name: str, raw: tuple):
+def _steady(state, n: int, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
     dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
     one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`).
@@ -218,8 +220,8 @@ def _steady(state, x, y, layout: str, name: str, raw: tuple):
         batch = _sums(layout, *_centred(layout, x, y, sub), square=_square_)
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
-    return type(state)(state.n + rows, state.shift, torch.add(state.sums, batch),
-                       validation.Invalid(inv.count, inv.first, inv.call, inv.calls + 1))
+    return type(state)(torch.from_numpy(np.array(n + rows)), state.shift, torch.add(state.sums, batch),
+                       validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1)))
 
 
 def _tile(rows: int) -> int:
