@@ -390,3 +390,36 @@ def test_two_streams_in_turn_and_odd_layouts_agree_with_the_oracle(name, rows):
         want = _oracles([tuple(torch.cat(x).double() for x in zip(*batches))])[name]
         got = metric.finalize(s).numpy()
         assert np.max(np.abs(got - want) / np.abs(want)) < 1e-6
+
+
+@pytest.mark.parametrize("name", ["r2", "ev", "pearson"])
+def test_a_stream_near_zero_is_rebased_to_shift_zero_on_the_eager_path(name):
+    """Large CPU batches whose shifted variables lie within a standard deviation of 0 (``mean^2 <= var``)
+    are re-based once, exactly, to shift 0 by the eager steady update (their batches then skip the shift
+    passes and read the inputs as they are, unmodified); an offset stream keeps its first-row shift, and so
+    does the traceable update (deferred mode). Every state, and merges of a re-based with an offset state
+    either way round, stay within 1e-6 of the float64 oracle."""
+    from fmetrics import validation
+
+    metric = _metrics(4)[name]
+    near = _offset(batches=3, rows=4096, d=4, offset=0.3, seed=8)  # means 0.3-0.4, residual mean 0.1: std ~1 / 0.4
+    far = _offset(batches=3, rows=4096, d=4, offset=1e4, seed=9)
+    kept = [tuple(x.clone() for x in batch) for batch in near]
+
+    def stream(batches):
+        s = metric.init()
+        for p, t in batches:
+            s = metric.update(s, p, t)
+        return s
+
+    s_near, s_far = stream(near), stream(far)
+    with validation.mode("deferred"):
+        s_traced = stream(near)
+    assert not s_near.shift.any() and s_far.shift.all() and s_traced.shift.any()
+    assert all(torch.equal(a, b) for batch, old in zip(near, kept) for a, b in zip(batch, old))
+    cases = [(s_near, near), (s_far, far), (s_traced, near), (metric.merge(s_near, s_far), near + far),
+             (metric.merge(s_far, s_near), far + near)]
+    for s, batches in cases:
+        want = _oracles([tuple(torch.cat(x).double() for x in zip(*batches))])[name]
+        got = metric.finalize(s).numpy()
+        assert np.max(np.abs(got - want) / np.abs(want)) < 1e-6

@@ -13,8 +13,9 @@ squares ``sum (p - t)^2``, one fused pass; nothing cancels in it: R², RSE).
 
 ``K`` is taken once, from the first non-empty batch (its first row; with
 ``nan_strategy="warn"/"ignore"`` the mean of its finite rows), rounded to a
-float32 value, and stored in the state; it never changes afterwards. A batch
-is shifted, multiplied and summed in the inputs' own float32 / float64 dtype
+float32 value, and stored in the state; it never changes afterwards, but for one exact re-basing to
+``K = 0`` on the CPU in eager mode where every variable sits within a standard deviation of 0 (`_steady`). A
+batch is shifted, multiplied and summed in the inputs' own float32 / float64 dtype
 (``K`` is exact in both), the same passes as torchmetrics' raw power sums,
 and only the running sums are float64. The moments follow in `finalize`::
 
@@ -197,27 +198,38 @@ def _square_(z: torch.Tensor) -> torch.Tensor:
     return z.mul_(z)
 
 
+def _square(z: torch.Tensor) -> torch.Tensor:
+    return z * z
+
+
 def _steady(state, n: int, x, y, layout: str, name: str, raw: tuple):
     """`update` in its steady state on CPU in eager mode (a non-empty state, float32 / float64 inputs of one
     dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
     one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`).
     The first pass reads both inputs from memory and writes one buffer: R²'s ``(p - t)^2`` (fused), the
-    residual ``p - t`` (shifted in place by ``K_e`` where that is exact in the work dtype)."""
+    residual ``p - t`` (shifted in place by ``K_e`` where that is exact in the work dtype). A state whose
+    variables are near 0 for their spread is re-based once to shift 0 (`_wide_shifts`); its batches then
+    skip the shift passes."""
     rows, cols = x.shape
     tile = _tile(rows) if x.is_contiguous() and y.is_contiguous() else 1
-    k, residual_exact = _wide_shifts(state.shift, layout, x.dtype, tile)
+    k, residual_exact, zero, at_zero = _wide_shifts(state, n, layout, x.dtype, tile)
+    if zero and not at_zero:
+        state = state._replace(shift=torch.zeros_like(state.shift), sums=_rebased(state, 0))
+        k, residual_exact, zero, at_zero = _wide_shifts(state, n, layout, x.dtype, tile)
 
     def sub(z, i):  # z - K_i over (rows / tile, tile D) views
-        return torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
+        return z if zero else torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
 
+    square = _square if zero else _square_  # zero: a and b may be the inputs themselves
     if layout == "r2":  # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks
         rss = torch._C._nn.mse_loss(y, x, 0).sum(0)
-        batch = _sums(layout, sub(x, 0), None, rss, _square_)
+        batch = _sums(layout, sub(x, 0), None, rss, square)
     elif layout == "residual" and residual_exact:  # e - K_e = (p - t) - K_e
         e = torch.sub(y, x)
-        batch = _sums(layout, sub(x, 0), e.view(-1, cols * tile).sub_(k[2]).view(rows, cols), square=_square_)
+        batch = _sums(layout, sub(x, 0), e if zero else e.view(-1, cols * tile).sub_(k[2]).view(rows, cols),
+                      square=square)
     else:
-        batch = _sums(layout, *_centred(layout, x, y, sub), square=_square_)
+        batch = _sums(layout, *_centred(layout, x, y, sub), square=square)
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
     return type(state)(torch.from_numpy(np.array(n + rows)), state.shift, torch.add(state.sums, batch),
@@ -233,12 +245,16 @@ def _tile(rows: int) -> int:
 _WIDE = [None]  # the last `_wide_shifts` result and what it was made from
 
 
-def _wide_shifts(shift: torch.Tensor, layout: str, dtype: torch.dtype, tile: int):
-    """``(k, residual_exact)``: the input rows' shifts (`_row_shifts`, ``(S, D)``; for ``"residual"`` a third
-    row, ``K_e``) in ``dtype`` (float32 values: exact), each tiled ``tile`` times: ``(S, tile D)``, and whether
-    ``K_e`` is exact in ``dtype`` (``K_p - K_t`` of two float32 values need not be). Reused while the same,
-    unmodified shift tensor comes back (a state passes its shift on from update to update): a fresh small
-    tensor each update costs a few µs after a large batch."""
+def _wide_shifts(state, n: int, layout: str, dtype: torch.dtype, tile: int):
+    """``(k, residual_exact, zero, at_zero)`` for `_steady`: the input rows' shifts (`_row_shifts`, ``(S, D)``;
+    for ``"residual"`` a third row, ``K_e``) in ``dtype`` (float32 values: exact), each tiled ``tile`` times:
+    ``(S, tile D)``; whether ``K_e`` is exact in ``dtype`` (``K_p - K_t`` of two float32 values need not be);
+    whether shift 0 serves (every shifted variable's mean so far lies within its standard deviation of 0,
+    ``mean^2 <= var``: raw values then lose no more to rounding than values shifted by one sample, and
+    `_steady` re-bases the state once); and whether every shift is 0 already. Reused while the same, unmodified shift tensor comes back (a state
+    passes its shift on from update to update): a fresh small tensor each update costs a few µs after a large
+    batch, and the decision reads the sums once."""
+    shift = state.shift
     key = (shift._version, layout, dtype, tile)
     last = _WIDE[0]
     if last is not None and last[0]() is shift and last[1] == key:
@@ -247,7 +263,10 @@ def _wide_shifts(shift: torch.Tensor, layout: str, dtype: torch.dtype, tile: int
     if layout == "residual":
         rows = torch.cat((rows, shift[1:]))
     k = rows.to(dtype)
-    found = (k.repeat(1, tile), bool(torch.equal(k.to(rows.dtype), rows)))
+    s1 = state.sums[:shift.shape[0]] / n
+    near = (shift + s1).square() <= state.sums[shift.shape[0]:2 * shift.shape[0]] / n - s1.square()
+    at_zero = not shift.any()
+    found = (k.repeat(1, tile), bool(torch.equal(k.to(rows.dtype), rows)), at_zero or bool(near.all()), at_zero)
     _WIDE[0] = (weakref.ref(shift), key, found)
     return found
 
@@ -303,17 +322,23 @@ def _plus(count: torch.Tensor, k: int) -> torch.Tensor:
 
 def merge(a, b):
     """``a`` and ``b`` on ``a``'s shift (``b``'s when ``a`` is empty), re-based exactly in float64."""
-    k = torch.where(a.n > 0, a.shift, b.shift)
-    d = b.shift - k  # 0 when a is empty; b's sums are 0 when b is
-    nb = b.n.to(d.dtype)
-    shifts, size = d.shape[-2], a.sums.shape[-2]
-    s1 = b.sums[:shifts]
-    parts = [nb * d, d * (2 * s1 + nb * d)]
+    k = torch.where(a.n > 0, a.shift, b.shift)  # b re-based onto its own shift when a is empty: d = 0
+    return type(a)(a.n + b.n, k, a.sums + _rebased(b, k), validation.invalid_merge(a.invalid, b.invalid))
+
+
+def _rebased(state, k: torch.Tensor) -> torch.Tensor:
+    """``state``'s sums on the shift ``k``, exact in float64 (``d = K - k``): ``S1 + n d``, ``S2 + 2 d S1 + n
+    d^2``, ``Sxy + dx S1y + dy S1x + n dx dy``; the residual's plain sum of squares (``"r2"``) as it is."""
+    d = state.shift - k
+    n = state.n.to(d.dtype)
+    shifts, size = d.shape[-2], state.sums.shape[-2]
+    s1 = state.sums[:shifts]
+    parts = [n * d, d * (2 * s1 + n * d)]
     if size == 5:  # the cross sum
-        parts.append((d[0] * s1[1] + d[1] * s1[0] + nb * d[0] * d[1])[None])
-    elif size == 3:  # the residual's plain sum of squares needs no re-basing
+        parts.append((d[0] * s1[1] + d[1] * s1[0] + n * d[0] * d[1])[None])
+    elif size == 3:
         parts.append(torch.zeros_like(d))
-    return type(a)(a.n + b.n, k, a.sums + b.sums + torch.cat(parts), validation.invalid_merge(a.invalid, b.invalid))
+    return state.sums + torch.cat(parts)
 
 
 def centred(state, centred_type):
