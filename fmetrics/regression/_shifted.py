@@ -182,16 +182,16 @@ def _centred(layout: str, x, b, sub):
     return a, b
 
 
-def _sums(layout: str, a, b, rss=None, square=_inputs.square) -> torch.Tensor:
+def _sums(layout: str, a, b, rss=None, square_a=_inputs.square, square_b=_inputs.square) -> torch.Tensor:
     """The rows of `LAYOUTS` from the shifted buffers ``a`` and ``b`` (squared in place where autograd allows;
-    ``square``: how)."""
+    ``square_a`` / ``square_b``: how)."""
     if layout == "pair":
         parts = [a.sum(0), b.sum(0)]
         cross = (a * b).sum(0)
-        return torch.stack(parts + [square(a).sum(0), square(b).sum(0), cross])
+        return torch.stack(parts + [square_a(a).sum(0), square_b(b).sum(0), cross])
     if layout == "r2":
-        return torch.stack((a.sum(0), square(a).sum(0), square(b).sum(0) if rss is None else rss))
-    return torch.stack((a.sum(0), b.sum(0), square(a).sum(0), square(b).sum(0)))
+        return torch.stack((a.sum(0), square_a(a).sum(0), square_b(b).sum(0) if rss is None else rss))
+    return torch.stack((a.sum(0), b.sum(0), square_a(a).sum(0), square_b(b).sum(0)))
 
 
 def _square_(z: torch.Tensor) -> torch.Tensor:
@@ -212,24 +212,26 @@ def _steady(state, n: int, x, y, layout: str, name: str, raw: tuple):
     skip the shift passes."""
     rows, cols = x.shape
     tile = _tile(rows) if x.is_contiguous() and y.is_contiguous() else 1
-    k, residual_exact, zero, at_zero = _wide_shifts(state, n, layout, x.dtype, tile)
-    if zero and not at_zero:
-        state = state._replace(shift=torch.zeros_like(state.shift), sums=_rebased(state, 0))
-        k, residual_exact, zero, at_zero = _wide_shifts(state, n, layout, x.dtype, tile)
+    k, residual_exact, rebase, zero = _wide_shifts(state, n, layout, x.dtype, tile)
+    if rebase is not None:
+        state = state._replace(shift=rebase, sums=_rebased(state, rebase))
+        k, residual_exact, rebase, zero = _wide_shifts(state, n, layout, x.dtype, tile)
+    if layout == "residual" and not residual_exact:  # the two-subtraction form writes into its second buffer
+        zero = (False,) * len(zero)
 
-    def sub(z, i):  # z - K_i over (rows / tile, tile D) views
-        return z if zero else torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
+    def sub(z, i):  # z - K_i over (rows / tile, tile D) views; z itself where K_i is 0
+        return z if zero[i] else torch.sub(z.view(-1, cols * tile), k[i]).view(rows, cols)
 
-    square = _square if zero else _square_  # zero: a and b may be the inputs themselves
+    square = [_square if z else _square_ for z in zero]  # an input itself is squared out of place
     if layout == "r2":  # the binding behind F.mse_loss (reduction 0: none), without its broadcast and checks
         rss = torch._C._nn.mse_loss(y, x, 0).sum(0)
-        batch = _sums(layout, sub(x, 0), None, rss, square)
-    elif layout == "residual" and residual_exact:  # e - K_e = (p - t) - K_e
+        batch = _sums(layout, sub(x, 0), None, rss, square[0])
+    elif layout == "residual" and residual_exact:  # e - K_e = (p - t) - K_e, e a fresh buffer
         e = torch.sub(y, x)
-        batch = _sums(layout, sub(x, 0), e if zero else e.view(-1, cols * tile).sub_(k[2]).view(rows, cols),
-                      square=square)
+        batch = _sums(layout, sub(x, 0), e if zero[2] else e.view(-1, cols * tile).sub_(k[2]).view(rows, cols),
+                      square_a=square[0], square_b=_square_)
     else:
-        batch = _sums(layout, *_centred(layout, x, y, sub), square=square)
+        batch = _sums(layout, *_centred(layout, x, y, sub), square_a=square[0], square_b=square[1])
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
     return type(state)(torch.from_numpy(np.array(n + rows)), state.shift, torch.add(state.sums, batch),
@@ -246,14 +248,16 @@ _WIDE = [None]  # the last `_wide_shifts` result and what it was made from
 
 
 def _wide_shifts(state, n: int, layout: str, dtype: torch.dtype, tile: int):
-    """``(k, residual_exact, zero, at_zero)`` for `_steady`: the input rows' shifts (`_row_shifts`, ``(S, D)``;
+    """``(k, residual_exact, rebase, zero)`` for `_steady`: the input rows' shifts (`_row_shifts`, ``(S, D)``;
     for ``"residual"`` a third row, ``K_e``) in ``dtype`` (float32 values: exact), each tiled ``tile`` times:
     ``(S, tile D)``; whether ``K_e`` is exact in ``dtype`` (``K_p - K_t`` of two float32 values need not be);
-    whether shift 0 serves (every shifted variable's mean so far lies within its standard deviation of 0,
-    ``mean^2 <= var``: raw values then lose no more to rounding than values shifted by one sample, and
-    `_steady` re-bases the state once); and whether every shift is 0 already. Reused while the same, unmodified shift tensor comes back (a state
-    passes its shift on from update to update): a fresh small tensor each update costs a few µs after a large
-    batch, and the decision reads the sums once."""
+    the shift to re-base the state to once, or ``None``: 0 for each shifted variable whose mean so far lies
+    within its standard deviation of 0 in every column (``mean^2 <= var``: raw values then lose no more to
+    rounding than values shifted by one sample; the residual layout's target only with its residual, so that
+    ``K_p`` stays a float32 value); and which rows of ``k`` are 0 (`_steady` skips their subtraction).
+    Reused while the same, unmodified shift tensor comes back (a state passes its shift on from update to
+    update): a fresh small tensor each update costs a few µs after a large batch, and the decision reads the
+    sums once."""
     shift = state.shift
     key = (shift._version, layout, dtype, tile)
     last = _WIDE[0]
@@ -264,9 +268,13 @@ def _wide_shifts(state, n: int, layout: str, dtype: torch.dtype, tile: int):
         rows = torch.cat((rows, shift[1:]))
     k = rows.to(dtype)
     s1 = state.sums[:shift.shape[0]] / n
-    near = (shift + s1).square() <= state.sums[shift.shape[0]:2 * shift.shape[0]] / n - s1.square()
-    at_zero = not shift.any()
-    found = (k.repeat(1, tile), bool(torch.equal(k.to(rows.dtype), rows)), at_zero or bool(near.all()), at_zero)
+    near = ((shift + s1).square() <= state.sums[shift.shape[0]:2 * shift.shape[0]] / n - s1.square()).all(-1)
+    if layout == "residual":
+        near[0] &= near[1]
+    moved = near & shift.any(-1)
+    rebase = torch.where(near[:, None], 0.0, shift) if bool(moved.any()) else None
+    found = (k.repeat(1, tile), bool(torch.equal(k.to(rows.dtype), rows)), rebase,
+             tuple(not r for r in k.any(-1).tolist()))
     _WIDE[0] = (weakref.ref(shift), key, found)
     return found
 
