@@ -24,6 +24,7 @@ import functools
 import importlib
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
@@ -167,6 +168,13 @@ def accum_dtype(device: Optional[torch.device | str] = None) -> torch.dtype:
     if device is not None and torch.device(device).type == "mps":
         return torch.float32
     return torch.float64
+
+
+def host_plus(count, k: int) -> torch.Tensor:
+    """``count + k`` as a fresh CPU int64 0-d tensor (``count``: such a tensor, or an int already read), through
+    a Python int: ~1 µs, where a torch add costs ~2 µs in dispatch and several after a large batch's passes
+    (the eager CPU updates' row and call counts)."""
+    return torch.from_numpy(np.array(int(count) + k, dtype=np.int64))
 
 
 def to_device(state, device):

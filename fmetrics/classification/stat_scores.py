@@ -42,7 +42,7 @@ from fmetrics.classification._reduce import Counts, check_average
 from fmetrics.classification._reduce import average as reduce_average
 from fmetrics.family import Family
 from fmetrics.metric import Metric
-from fmetrics.state import accum_dtype, cat_chunks
+from fmetrics.state import accum_dtype, cat_chunks, host_plus
 from fmetrics.recipe import factory
 
 __all__ = [
@@ -86,11 +86,6 @@ def binary_counts(pos, target, keep, samplewise: bool) -> torch.Tensor:
     return torch.stack([tgt.sum(dims), pos.sum(dims), (pos & tgt).sum(dims), keep.sum(dims)], dim=-2)
 
 
-def _pairs_pay(c: int, n: int) -> bool:
-    """One ``bincount`` of ``C^2`` (target, label) pairs beats three of ``C`` bins for ``n`` entries."""
-    return c * c <= 4 * n + 4096
-
-
 def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool, complete: bool = False):
     """``labels, target, keep``: ``(N, M)`` -> raw int64 ``[tt (C) | pp (C) | tp (C)]``: ``(3C,)`` or
     ``(N, 3C)``, from one ``scatter_add`` (the kept count is ``sum(tt)``). ``complete`` (every entry
@@ -101,7 +96,7 @@ def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool,
     if complete and not samplewise:
         # [:c*c] / [:c]: the state keeps its shape when validate_args=False lets a target >= C through
         target, labels = target.reshape(-1), labels.reshape(-1)
-        if _pairs_pay(c, target.numel()):
+        if c * c <= 4 * target.numel() + 4096:  # one bincount of C^2 pairs beats three of C bins
             pairs = torch.bincount(target * c + labels, minlength=c * c)[:c * c].view(c, c)
             return torch.cat([pairs.sum(1), pairs.sum(0), pairs.diagonal()])
         hit = torch.where(labels == target, target, c)  # tp: the target where the label hits, else bin c
@@ -127,9 +122,8 @@ def _host_counts(labels: np.ndarray, target: np.ndarray, num_classes: int) -> np
 def _host_add(state: StatScoresState, counts: np.ndarray) -> StatScoresState:
     """``state`` plus the ``counts`` of one eagerly checked CPU batch (the update counter too), in numpy:
     a torch op costs ~10 µs once an update's pass over the scores has evicted the caches."""
-    calls = np.add(state.invalid.calls.numpy(), 1, out=np.empty((), np.int64))
     return StatScoresState(torch.from_numpy(state.counts.numpy() + counts),
-                           state.invalid._replace(calls=torch.from_numpy(calls)))
+                           state.invalid._replace(calls=host_plus(state.invalid.calls, 1)))
 
 
 def _counts_from_raw(raw: torch.Tensor, task: str, num: int) -> Counts:

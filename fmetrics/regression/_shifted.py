@@ -14,7 +14,7 @@ squares ``sum (p - t)^2``, one fused pass; nothing cancels in it: R², RSE).
 ``K`` is taken once, from the first non-empty batch (its first row; with
 ``nan_strategy="warn"/"ignore"`` the mean of its finite rows), rounded to a
 float32 value, and stored in the state; it never changes afterwards, but for one exact re-basing to
-``K = 0`` on the CPU in eager mode where every variable sits within a standard deviation of 0 (`_steady`). A
+``K = 0`` on the CPU in eager mode of each variable that sits within a standard deviation of 0 (`_steady`). A
 batch is shifted, multiplied and summed in the inputs' own float32 / float64 dtype
 (``K`` is exact in both), the same passes as torchmetrics' raw power sums,
 and only the running sums are float64. The moments follow in `finalize`::
@@ -51,7 +51,7 @@ import torch
 from fmetrics import validation
 from fmetrics.family import Family
 from fmetrics.regression import _host, _inputs, _moments
-from fmetrics.state import accum_dtype
+from fmetrics.state import accum_dtype, host_plus
 
 F32_MAX = float(torch.finfo(torch.float32).max)
 
@@ -207,9 +207,8 @@ def _steady(state, n: int, x, y, layout: str, name: str, raw: tuple):
     dtype, no autograd, ``nan_strategy="error"``): the fewest calls, as after a large batch's passes each small
     one costs a few µs (one torch add per field, one ``tolist`` for the check, the shifts from `_wide_shifts`).
     The first pass reads both inputs from memory and writes one buffer: R²'s ``(p - t)^2`` (fused), the
-    residual ``p - t`` (shifted in place by ``K_e`` where that is exact in the work dtype). A state whose
-    variables are near 0 for their spread is re-based once to shift 0 (`_wide_shifts`); its batches then
-    skip the shift passes."""
+    residual ``p - t`` (shifted in place by ``K_e`` where that is exact in the work dtype). A variable near 0
+    for its spread is re-based once to shift 0 (`_wide_shifts`); the batches then skip its shift pass."""
     rows, cols = x.shape
     tile = _tile(rows) if x.is_contiguous() and y.is_contiguous() else 1
     k, residual_exact, rebase, zero = _wide_shifts(state, n, layout, x.dtype, tile)
@@ -234,8 +233,8 @@ def _steady(state, n: int, x, y, layout: str, name: str, raw: tuple):
         batch = _sums(layout, *_centred(layout, x, y, sub), square_a=square[0], square_b=square[1])
     _inputs.check_sum(name, ("preds", "target"), batch, *raw)
     inv = state.invalid
-    return type(state)(torch.from_numpy(np.array(n + rows)), state.shift, torch.add(state.sums, batch),
-                       validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1)))
+    return type(state)(host_plus(n, rows), state.shift, torch.add(state.sums, batch),
+                       validation.Invalid(inv.count, inv.first, inv.call, host_plus(inv.calls, 1)))
 
 
 def _tile(rows: int) -> int:
@@ -318,14 +317,8 @@ def _host_update(state, x, y, layout: str, mode: str, name: str, raw: tuple):
     inv = state.invalid
     if mode == "count":
         _inputs.check_sum(name, ("preds", "target"), batch, *raw)
-        inv = validation.Invalid(inv.count, inv.first, inv.call, _plus(inv.calls, 1))
-    return type(state)(_plus(state.n, x.shape[0]), shift, torch.from_numpy(state.sums.numpy() + batch), inv)
-
-
-def _plus(count: torch.Tensor, k: int) -> torch.Tensor:
-    """``count + k`` for a CPU int64 0-d tensor, through a Python int (~1 µs; a torch add costs ~2 µs in dispatch,
-    numpy scalar arithmetic about as much)."""
-    return torch.from_numpy(np.array(int(count) + k))
+        inv = validation.Invalid(inv.count, inv.first, inv.call, host_plus(inv.calls, 1))
+    return type(state)(host_plus(state.n, x.shape[0]), shift, torch.from_numpy(state.sums.numpy() + batch), inv)
 
 
 def merge(a, b):
