@@ -197,3 +197,23 @@ def test_band_edges_are_pystois_third_octave_matrix():
     for band, (lo, hi) in enumerate(S.BAND_EDGES):
         rebuilt[band, lo:hi] = 1
     np.testing.assert_array_equal(rebuilt, obm)
+
+
+@pytest.mark.parametrize("n", [9000, 12345])  # row strides 9000 (gcd 8 with 128) and 12345 (gcd 1)
+def test_cpu_envelopes_match_the_traced_path(n):
+    # the eager CPU path gathers chunks from a strided view of the signals and writes the FFT frames
+    # directly; the traced path overlap-adds a zero-padded chunk table: equal envelopes on every frame that
+    # a valid window reads (past the kept frames the CPU path reads chunk 0 instead of zeros)
+    p, t = _noisy((3, n), seed=6)
+    t[0, 1000:4000] *= 1e-4
+    t[2, :3000] = 0.0
+    z = torch.stack([t, p], 1)
+    hann = S.HANN
+    first, second, kept = S._kept_frames(S._frame_energy(z[:, 0], hann, S.frame_count(n)))
+    want = S._envelopes(S._overlap_add(z, hann, first, second), hann)
+    for step in (1, 2, 3):
+        got = torch.cat(list(S._cpu_envelopes(z, hann, first, second, step)))
+        assert got.shape == want.shape
+        for e, k in enumerate(kept.tolist()):
+            torch.testing.assert_close(got[e, ..., :k - 1], want[e, ..., :k - 1], rtol=1e-12, atol=1e-12)
+    assert kept.tolist()[0] < S.frame_count(n) and kept.tolist()[2] < S.frame_count(n)

@@ -273,16 +273,17 @@ def _frame_energy(target: torch.Tensor, w: torch.Tensor, frames: int) -> torch.T
     return e[:, :-1, 0] + e[:, 1:, 1]
 
 
-def _kept_frames(energy: torch.Tensor, step: int):
-    """``(index, kept)`` of ``(B, F)`` frame energies (`_frame_energy`): `_overlap_add`'s rows for passes of
-    ``step`` examples, ``(B, 2, F, 2)``, and the number of kept frames, ``(B,)``.
+def _kept_frames(energy: torch.Tensor):
+    """``(first, second, kept)`` of ``(B, F)`` frame energies (`_frame_energy`): the chunks each half of the
+    overlap-added signal reads, ``(B, F)`` each, and the number of kept frames, ``(B,)``.
 
     A frame is kept when its energy is within 40 dB of the loudest; a stable
     sort of the drop flag puts each example's kept frames first (in order):
-    ``o_j``. Half ``j`` of the overlap-added signal reads chunks ``o_j`` and
-    ``o_{j-1} + 1``; past the ``kept`` frames chunk ``F + 1`` (zero).
+    ``o_j``. Half ``j`` of the overlap-added signal reads chunks ``o_j``
+    (``first``) and ``o_{j-1} + 1`` (``second``); past the ``kept`` frames
+    (and ``second`` of half 0) chunk ``F + 1``: zero.
     """
-    b, frames = energy.shape
+    frames = energy.shape[-1]
     level = 20 * torch.log10(energy.sqrt() + EPS)
     keep = (level.amax(-1, keepdim=True) - DYN_RANGE - level) < 0
     order = torch.argsort(torch.logical_not(keep).to(torch.uint8), dim=-1, stable=True)
@@ -291,42 +292,79 @@ def _kept_frames(energy: torch.Tensor, step: int):
     zero = torch.full_like(order, frames + 1)
     first = torch.where(live, order, zero)
     second = torch.cat([zero[:, :1], torch.where(live, order + 1, zero)[:, :-1]], -1)
-    # table row of chunk r of signal s of the p-th example of a pass, weighted by w_{k+1}: 2 ((2 p + s)(F + 2) + r) + k
-    signal = 2 * (torch.arange(b, device=energy.device) % step).unsqueeze(-1) + torch.arange(2, device=energy.device)
-    index = torch.stack([first, second], -1).unsqueeze(1) + (frames + 2) * signal.reshape(b, 2, 1, 1)
-    return 2 * index + torch.arange(2, device=energy.device), kept
+    return first, second, kept
 
 
-def _overlap_add(z: torch.Tensor, w: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+def _overlap_add(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """The overlap-added kept frames of ``(B, 2, time)`` signal pairs as ``(B, 2, F, 128)`` halves.
 
     With ``w = [w1, w2]`` (the window's halves), half ``j`` is ``w1 c[o_j] +
     w2 c[o_{j-1} + 1]`` (``c[f]``: the ``f``-th 128-sample chunk; past the
-    signal a zero chunk; ``index``: `_kept_frames`): one gather and sum of rows
-    from the chunks of both signals weighted by ``w1`` and ``w2``, no frame
-    copies (``embedding_bag``: 2-4x faster than ``index_select`` and a sum;
-    the latter under a trace).
+    signal a zero chunk; ``first, second``: `_kept_frames`): one gather and sum
+    of rows from the chunks of both signals weighted by ``w1`` and ``w2``, no
+    frame copies (``embedding_bag``; ``index_select`` and a sum under a trace).
     """
-    b, _, frames, _ = index.shape
+    b, frames = first.shape
     chunks = torch.nn.functional.pad(z[..., :(frames + 1) * HOP], (0, HOP)).reshape(-1, 1, HOP)
     table = (chunks * w.reshape(2, HOP)).reshape(-1, HOP)
+    # table row of chunk r of signal s of example e, weighted by w_{k+1}: 2 ((2 e + s)(F + 2) + r) + k
+    signal = 2 * torch.arange(b, device=z.device).unsqueeze(-1) + torch.arange(2, device=z.device)
+    index = torch.stack([first, second], -1).unsqueeze(1) + (frames + 2) * signal.reshape(b, 2, 1, 1)
+    index = 2 * index + torch.arange(2, device=z.device)
     if validation.traced():  # (no vmap rule for embedding_bag)
         return table.index_select(0, index.reshape(-1)).reshape(b, 2, frames, 2, HOP).sum(-2)
     return torch.nn.functional.embedding_bag(index.reshape(-1, 2), table, mode="sum").reshape(b, 2, frames, HOP)
 
 
-def _envelopes(h: torch.Tensor, w: torch.Tensor, buffer=None) -> torch.Tensor:
+def _cpu_envelopes(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor, step: int):
+    """`_envelopes` of the overlap-added signals (`_overlap_add`), eager on the CPU: ``(step, 2, 15, F - 1)``
+    per pass of ``step`` examples (a generator; the FFTs of all passes in a row, then the windows per pass,
+    measured 5-10% faster than each pass's windows after its FFT).
+
+    The chunks ``c[o_j]`` and ``c[o_{j-1} + 1]`` are gathered from a view of
+    the signals (rows starting every ``gcd(row stride, 128)`` samples: no
+    copy) into reused buffers ``A`` and ``B``, and each FFT frame written
+    straight into the left half of a reused zero-padded buffer:
+    ``[w1^2 A_j + w1 w2 B_j, w1 w2 A_{j+1} + w2^2 B_{j+1}]`` (no halves, no
+    windowed copy). Chunks past the kept frames read chunk 0 instead of a zero
+    chunk: only windows past the valid ones read them (masked out);
+    ``B_0`` is zeroed. 1.4-2x faster than `_overlap_add` and a windowed copy.
+    """
+    if z.stride(-1) != 1 or z.stride(0) != 2 * z.stride(1):
+        z = z.contiguous()
+    b, frames = first.shape
+    step = min(step, b)
+    row = z.stride(1)
+    g = math.gcd(row, HOP)
+    signal = (2 * (torch.arange(b) % step).unsqueeze(-1) + torch.arange(2)).unsqueeze(-1) * (row // g)
+    start = [torch.where(c > frames, 0, c).unsqueeze(1) * (HOP // g) + signal for c in (first, second)]
+    a_rows, b_rows = (z.new_empty(step, 2, frames, HOP) for _ in range(2))
+    padded = z.new_zeros(step, 2, frames - 1, NFFT)
+    w1, w2 = w.reshape(2, HOP)
+    w11, w12, w22 = w1 * w1, w1 * w2, w2 * w2
+    for i in range(0, b, step):
+        m = min(step, b - i)
+        zi = z[i:i + m]
+        view = zi.as_strided(((2 * m - 1) * row // g + frames * HOP // g + 1, HOP), (g, 1))
+        a, c, out = a_rows[:m], b_rows[:m], padded[:m]
+        torch.index_select(view, 0, start[0][i:i + m].reshape(-1), out=a.view(-1, HOP))
+        torch.index_select(view, 0, start[1][i:i + m].reshape(-1), out=c.view(-1, HOP))
+        c[:, :, 0] = 0
+        left, right = out[..., :HOP], out[..., HOP:N_FRAME]
+        torch.mul(a[:, :, :-1], w11, out=left).addcmul_(c[:, :, :-1], w12)
+        torch.mul(a[:, :, 1:], w12, out=right).addcmul_(c[:, :, 1:], w22)
+        yield _bands(torch.fft.rfft(out, dim=-1))
+
+
+def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """``(..., 15, F - 1)`` one-third-octave envelopes of `_overlap_add` halves ``h``, ``(..., F, 128)``:
-    STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512 (eager: written
-    into the left half of ``buffer``, ``(>= B, 2, F - 1, 512)``, whose right half stays zero: no padded
-    copy per pass); a band's energy is the squared norm of its bins."""
+    STFT frame ``j`` is ``[h_j, h_{j+1}] w`` (a view of the halves), zero-padded to 512 (`_bands`)."""
     frames = h.flatten(-2).unfold(-1, N_FRAME, HOP)  # (..., F - 1, 256) view
-    if buffer is None:
-        spec = torch.fft.rfft(frames * w, n=NFFT, dim=-1)
-    else:
-        padded = buffer[:h.shape[0]]
-        torch.mul(frames, w, out=padded[..., :N_FRAME])
-        spec = torch.fft.rfft(padded, dim=-1)
+    return _bands(torch.fft.rfft(frames * w, n=NFFT, dim=-1))
+
+
+def _bands(spec: torch.Tensor) -> torch.Tensor:
+    """``(..., 15, F)`` band levels of ``(..., F, 257)`` spectra: the norm of each band's bins."""
     spec = torch.view_as_real(spec)
     return torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in BAND_EDGES], -2)
 
@@ -392,14 +430,15 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
 def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan, step: int) -> torch.Tensor:
     """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64: resampling
     and the frame selection at once (per pass: 1.2x slower; one resampled block of all examples also keeps
-    float64's allocations from being returned to the system, and page-faulted in, on every call), the other
-    stages ``step`` examples at a time (cache-sized)."""
+    float64's allocations from being returned to the system, and page-faulted in, on every call); on the
+    CPU (eager) the other stages ``step`` examples at a time (cache-sized, `_cpu_envelopes`)."""
     z = resample((x, y), fs, plan)
     z = z.reshape(-1, 2, z.shape[-1])
-    index, kept = _kept_frames(_frame_energy(z[:, 0], hann, frame_count(z.shape[-1])), step)
-    starts = range(0, x.shape[0], step)
-    buffer = None if validation.traced() else z.new_zeros(step, 2, index.shape[2] - 1, NFFT)
-    tob = [_envelopes(_overlap_add(z[i:i + step], hann, index[i:i + step]), hann, buffer) for i in starts]
+    first, second, kept = _kept_frames(_frame_energy(z[:, 0], hann, frame_count(z.shape[-1])))
+    if z.is_cpu and not validation.traced():
+        tob = list(_cpu_envelopes(z, hann, first, second, step))
+    else:
+        tob = [_envelopes(_overlap_add(z, hann, first, second), hann)]
     d = [(_estoi if extended else _stoi)(t) for t in tob]
     return _masked_mean((d[0] if len(d) == 1 else torch.cat(d)).double(), kept - N)
 
