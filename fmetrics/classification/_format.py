@@ -50,6 +50,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -254,10 +255,18 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
+@functools.lru_cache(maxsize=8)
+def _row_starts(rows: int, width: int) -> np.ndarray:
+    """``0, width, 2 width, ...``: the flat index of each row's first entry (read-only, cached per shape)."""
+    starts = np.arange(0, rows * width, width)
+    starts.flags.writeable = False
+    return starts
+
+
 def _argmax_rows(x: np.ndarray, labels: np.ndarray, top: np.ndarray) -> None:
     """Row ``argmax`` of C-contiguous ``x`` into ``labels``; each row's winning score into ``top``."""
     x.argmax(1, out=labels)  # the indices below are valid: mode="clip" skips the bounds check that buffers ``out``
-    np.take(x.reshape(-1), labels + np.arange(0, x.size, x.shape[1]), out=top, mode="clip")
+    np.take(x.reshape(-1), labels + _row_starts(*x.shape), out=top, mode="clip")
 
 
 def _host_argmax(scores: torch.Tensor, *others: torch.Tensor):

