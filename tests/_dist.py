@@ -20,10 +20,10 @@ raised, so a hang fails the test instead of blocking CI.
 The processes are forked from a fork server (`multiprocessing`'s
 "forkserver" start method; "spawn" where there is none) that has imported
 torch, fmetrics and the test helpers once: a group starts in ~50 ms instead
-of ~2.5 s of imports per rank. A child sees the environment and ``sys.path``
-of the first `spawn` call of the test process (its own rank variables aside),
-as a spawned child would see the parent's: nothing a test patches in the
-parent reaches a rank either way.
+of ~2.5 s of imports per rank. A child sees the environment variables and
+``sys.path`` as they were at the first `spawn` call of the test process (its
+rank variables aside; a spawned child saw the parent's current ones), and no
+Python-level patch of the parent, as before.
 
 `run_script(args, timeout)` runs a launcher command (``torchrun``, a
 Lightning "ddp" script) in its own process group and kills that whole group
