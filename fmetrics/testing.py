@@ -227,7 +227,8 @@ def _assert_int_states_equal(a, b, what: str, tags=None) -> None:
 
 
 class _Ctx:
-    def __init__(self, metric, batches, reference, rtol, atol, ref_rtol, ref_atol, canonical, rng, num_splits):
+    def __init__(self, metric, batches, reference, rtol, atol, ref_rtol, ref_atol, canonical, rng, num_splits,
+                 shared_epoch=False):
         self.m = metric
         self.batches = [_as_batch(b) for b in batches]
         self.reference = reference
@@ -239,13 +240,13 @@ class _Ctx:
         self.full = concat_inputs(self.batches)
         self.n = _num_samples(self.full)
         self.expected = self.value(self.run([self.full]))
+        self.shared_epoch = shared_epoch  # the compile law checks the compile epoch law's run (both requested)
         self._epoch = None
-        self.shared_epoch = False
 
     def compiled_epoch(self) -> "_Epoch":
         """The update compiled as a user compiles it (eager backend, ``fullgraph=True``, dynamo's automatic
-        dynamic shapes) and run from `init` over ~10 uneven pieces of the data, beside the eager run of the
-        same pieces: once per check, shared by the two compile laws (traces are most of their time)."""
+        dynamic shapes) and run from `init` over ~10 uneven pieces of the data: once per check, shared by the
+        two compile laws (traces are most of their time)."""
         if self._epoch is None:
             self._epoch = _run_compiled_epoch(self)
         return self._epoch
@@ -478,11 +479,10 @@ def _law_no_sync(c: _Ctx):
 
 
 class _Epoch(NamedTuple):
-    sizes: list  # samples per piece
+    pieces: list  # the batches, in order
     frames: int  # compiles over the epoch
     error: Optional[str]  # why a compiled update failed, else None
     state: Any  # the state after the compiled epoch
-    eager: Any  # the state after the same pieces, eager
 
 
 def _run_compiled_epoch(c: _Ctx) -> _Epoch:
@@ -503,8 +503,7 @@ def _run_compiled_epoch(c: _Ctx) -> _Epoch:
         error, s = f"{type(err).__name__}: {str(err)[:600]}", None
     finally:
         torch._dynamo.reset()
-    return _Epoch([_num_samples(p) for p in pieces], counter.frame_count, error, s,
-                  None if error else c.run(pieces))
+    return _Epoch(pieces, counter.frame_count, error, s)
 
 
 def _law_compile(c: _Ctx):
@@ -516,7 +515,7 @@ def _law_compile(c: _Ctx):
 
     epoch = c.compiled_epoch() if c.shared_epoch else None
     if epoch is not None and epoch.error is None:
-        c.close(c.value(epoch.state), c.value(epoch.eager), "compiled update vs eager, the last of an epoch")
+        c.close(c.value(epoch.state), c.value(c.run(epoch.pieces)), "compiled update vs eager, the last of an epoch")
         return
     b0 = _first_nonempty(c)
     s = c.run([b0])
@@ -536,9 +535,10 @@ def _law_compile(c: _Ctx):
 def _law_compile_epoch(c: _Ctx):
     epoch = c.compiled_epoch()
     if epoch.error is not None:
-        raise _Broken(f"{len(epoch.sizes)} compiled updates failed: {epoch.error}")
+        raise _Broken(f"{len(epoch.pieces)} compiled updates failed: {epoch.error}")
     if epoch.frames > MAX_EPOCH_COMPILES:
-        raise _Broken(f"{len(epoch.sizes)} compiled updates of sizes {epoch.sizes} compiled "
+        sizes = [_num_samples(p) for p in epoch.pieces]
+        raise _Broken(f"{len(sizes)} compiled updates of sizes {sizes} compiled "
                       f"{epoch.frames} times (at most {MAX_EPOCH_COMPILES} allowed: a recompile storm)")
 
 
@@ -631,8 +631,7 @@ def check_metric(
             ctx = _Ctx(metric, batches, reference, rtol, atol,
                        rtol if reference_rtol is None else reference_rtol,
                        atol if reference_atol is None else reference_atol,
-                       canonical, random.Random(seed), num_splits)
-            ctx.shared_epoch = "compile epoch" not in skipped  # else the compile law traces one update alone
+                       canonical, random.Random(seed), num_splits, shared_epoch="compile epoch" not in skipped)
         except Exception as err:
             raise AssertionError(f"{metric.name}: the one-shot run failed: {type(err).__name__}: {err}") from err
         for law in LAWS:
