@@ -46,6 +46,7 @@ skipped laws and why.
 from __future__ import annotations
 
 import copy
+import hashlib
 import io
 import random
 import warnings
@@ -228,7 +229,7 @@ def _assert_int_states_equal(a, b, what: str, tags=None) -> None:
 
 class _Ctx:
     def __init__(self, metric, batches, reference, rtol, atol, ref_rtol, ref_atol, canonical, rng, num_splits,
-                 shared_epoch=False):
+                 shared_epoch=False, epochs=None):
         self.m = metric
         self.batches = [_as_batch(b) for b in batches]
         self.reference = reference
@@ -241,14 +242,27 @@ class _Ctx:
         self.n = _num_samples(self.full)
         self.expected = self.value(self.run([self.full]))
         self.shared_epoch = shared_epoch  # the compile law checks the compile epoch law's run (both requested)
+        self.epochs = epochs  # compiled epochs of earlier checks (`check_metric`'s ``epochs``), or None
         self._epoch = None
 
     def compiled_epoch(self) -> "_Epoch":
         """The update compiled as a user compiles it (eager backend, ``fullgraph=True``, dynamo's automatic
         dynamic shapes) and run from `init` over ~10 uneven pieces of the data: once per check, shared by the
-        two compile laws (traces are most of their time)."""
+        two compile laws (traces are most of their time), and with ``epochs`` by later checks of a metric
+        with the same ``state_key`` (one update, by contract) on the same pieces."""
         if self._epoch is None:
-            self._epoch = _run_compiled_epoch(self)
+            pieces = [p for p in split_inputs(self.full, sorted(self.rng.randint(0, self.n) for _ in range(11)))
+                      if _num_samples(p)]
+            while len(pieces) < 10:
+                pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
+            key = None if self.epochs is None or self.m.state_key is None else \
+                (self.m.state_key, _fingerprint(pieces))
+            if key is not None and key in self.epochs:
+                self._epoch = self.epochs[key]._replace(pieces=pieces)
+            else:
+                self._epoch = _run_compiled_epoch(self.m, pieces)
+                if key is not None:
+                    self.epochs[key] = self._epoch._replace(pieces=None)
         return self._epoch
 
     def run(self, batches, state=None):
@@ -485,17 +499,27 @@ class _Epoch(NamedTuple):
     state: Any  # the state after the compiled epoch
 
 
-def _run_compiled_epoch(c: _Ctx) -> _Epoch:
+def _fingerprint(tree) -> tuple:
+    """Hashable identity of a pytree of inputs: structure, and each tensor's shape, dtype, device and bytes."""
+    leaves, spec = pytree.tree_flatten(tree)
+    out = [str(spec)]
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            data = x.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+            out.append((tuple(x.shape), x.dtype, x.device.type, hashlib.blake2b(data, digest_size=16).digest()))
+        else:
+            out.append(repr(x))
+    return tuple(out)
+
+
+def _run_compiled_epoch(m: Metric, pieces: list) -> _Epoch:
     import torch._dynamo
     from torch._dynamo.testing import CompileCounterWithBackend
 
-    pieces = [p for p in split_inputs(c.full, sorted(c.rng.randint(0, c.n) for _ in range(11))) if _num_samples(p)]
-    while len(pieces) < 10:
-        pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
     counter = CompileCounterWithBackend("eager")
     torch._dynamo.reset()
-    compiled = torch.compile(c.m.update, backend=counter, fullgraph=True)
-    s, error = c.m.init(), None
+    compiled = torch.compile(m.update, backend=counter, fullgraph=True)
+    s, error = m.init(), None
     try:
         for b in pieces:
             s = compiled(s, *b)
@@ -583,6 +607,7 @@ def check_metric(
     num_splits: int = 3,
     seed: int = 0,
     host_input: Optional[bool] = None,
+    epochs: Optional[dict] = None,
 ) -> CheckReport:
     """Checks the laws of DESIGN.md §2 on ``metric`` and raises at the first broken one.
 
@@ -600,6 +625,11 @@ def check_metric(
         values that are equal up to order (e.g. ``torch.sort`` for `cat`).
       host_input: check in host-input mode (skips `TRACE_LAWS`); default:
         ``metric.host_input``.
+      epochs: a dict kept across calls (a law suite's) to share the compile
+        laws' compiled epoch between metrics with one ``state_key`` checked
+        on the same pieces: equal keys share one update (a collection runs
+        it once), so its trace and recompile count are the same; the value
+        law still runs each metric's own ``finalize``. Default: no sharing.
 
     Returns:
       A `CheckReport`: the laws that held and the skipped ones with reasons.
@@ -631,7 +661,8 @@ def check_metric(
             ctx = _Ctx(metric, batches, reference, rtol, atol,
                        rtol if reference_rtol is None else reference_rtol,
                        atol if reference_atol is None else reference_atol,
-                       canonical, random.Random(seed), num_splits, shared_epoch="compile epoch" not in skipped)
+                       canonical, random.Random(seed), num_splits, shared_epoch="compile epoch" not in skipped,
+                       epochs=epochs)
         except Exception as err:
             raise AssertionError(f"{metric.name}: the one-shot run failed: {type(err).__name__}: {err}") from err
         for law in LAWS:

@@ -277,6 +277,45 @@ def test_catches_a_recompile_storm():
                      laws=("compile epoch",))
 
 
+def test_shared_epochs_trace_once_per_state_key_and_data(monkeypatch):
+    """``epochs``: a metric with the state key of an earlier check, on the same data, reuses its compiled
+    epoch (its own finalize still compared); other data or no state key trace anew."""
+    from fmetrics import testing
+
+    traced = []
+    real = testing._run_compiled_epoch
+    monkeypatch.setattr(testing, "_run_compiled_epoch", lambda m, pieces: traced.append(m.name) or real(m, pieces))
+    epochs = {}
+    laws = ("compile", "compile epoch")
+    mean = _sum_metric("mean", state_key="sums")
+    total = _sum_metric("total", state_key="sums", finalize=lambda s: s.total)
+    check_metric(mean, _batches(), laws=laws, epochs=epochs)
+    check_metric(total, _batches(), laws=laws, epochs=epochs)
+    assert traced == ["mean"] and len(epochs) == 1
+    other = [(x + 1,) for (x,) in _batches()]
+    check_metric(total, other, laws=laws, epochs=epochs)
+    check_metric(_sum_metric("keyless"), _batches(), laws=laws, epochs=epochs)
+    check_metric(_sum_metric("keyless"), _batches(), laws=laws, epochs=epochs)
+    assert traced == ["mean", "total", "keyless", "keyless"] and len(epochs) == 2
+
+
+def test_a_shared_epoch_keeps_its_failure():
+    class Grow(NamedTuple):
+        chunks: tuple
+
+    def storm(name):
+        return fm.Metric(init=lambda: Grow(()), update=lambda s, x: Grow(s.chunks + (x * 1.0,)),
+                         merge=lambda a, b: Grow(a.chunks + b.chunks), state_key="grow", name=name,
+                         finalize=lambda s: torch.cat(s.chunks).sum() if s.chunks else torch.zeros(()))
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.rand(n, generator=g) for n in (3, 5, 7, 9, 11, 13, 2, 4, 6, 8, 10, 12)]
+    epochs = {}
+    for name in ("first", "second"):
+        with pytest.raises(AssertionError, match=f"{name}: law 'compile epoch' broken: 12 compiled updates failed"):
+            check_metric(storm(name), batches, laws=("compile epoch",), epochs=epochs)
+    assert len(epochs) == 1
+
+
 def test_a_missing_reference_is_reported_as_skipped_not_passed():
     report = check_metric(fm.mean(), _batches(), laws=("reference", "purity"))
     assert report.skipped["reference"] == "no reference given" and "reference" not in report.passed

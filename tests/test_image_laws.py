@@ -1,13 +1,12 @@
-"""The law suite on the image cases alone (tests/test_laws.py runs them too, with every domain), plus the
-cases too large for the default run (`SLOW_CASES`, marked slow: e.g. MS-SSIM's default 11-tap window needs
-sides >= 161)."""
+"""The law suite on the image cases alone, both seeds with every law, plus the cases too large for the default
+run (`SLOW_CASES`: e.g. MS-SSIM's default 11-tap window needs sides >= 161). All marked slow: the default run
+checks `CASES` in tests/test_laws.py, with every domain (the compile laws on the first seed)."""
 import pytest
 
 from fmetrics.testing import LAWS, check_metric
 from tests.cases.image import CASES, SLOW_CASES
 
-PARAMS = [pytest.param(c, id=c.id) for c in CASES] + [pytest.param(c, id=c.id, marks=pytest.mark.slow)
-                                                      for c in SLOW_CASES]
+PARAMS = [pytest.param(c, id=c.id, marks=pytest.mark.slow) for c in CASES + SLOW_CASES]
 
 
 @pytest.mark.parametrize("case", PARAMS)
