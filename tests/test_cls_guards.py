@@ -314,7 +314,7 @@ def test_validate_args_false_gives_the_same_values_on_valid_input():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
-def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
+def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype, row_kernel):
     g = torch.Generator().manual_seed(6)
     for n, c in ((0, 3), (5, 2), (4000, 10), (1700, 23), (2**15, 2)):  # small ones take torch.argmax
         x = torch.randint(-2, 3, (n, c, 1), generator=g).to(dtype)  # many ties
@@ -328,7 +328,7 @@ def test_argmax_classes_is_torch_argmax_on_ties_and_infinities(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_argmax_classes_rows_at_the_edges_of_the_float_range(dtype):
+def test_argmax_classes_rows_at_the_edges_of_the_float_range(dtype, row_kernel):
     """+inf next to the largest finite value, all -inf rows, subnormal gaps, signed zeros, NaN rows."""
     big, tiny, inf = torch.finfo(dtype).max, torch.finfo(dtype).smallest_normal * 2.0**-20, float("inf")
     g = torch.Generator().manual_seed(9)
@@ -361,10 +361,26 @@ def test_the_vectorized_argmax_path_obeys_the_transform_laws():
                      else tmf.multiclass_confusion_matrix(p, t, 20), reference_rtol=1e-5)
 
 
+def _sklearn_top1_counts(x, t, c):
+    """The targets', labels' and hits' counts (`_format.top1_counts`' layout) from sklearn's confusion matrix."""
+    cm = skm.confusion_matrix(t.numpy(), x.argmax(1).numpy(), labels=np.arange(c))
+    return np.concatenate([cm.sum(1), cm.sum(0), np.diag(cm)])
+
+
+@pytest.fixture(params=["native", "numpy"])
+def row_kernel(request, monkeypatch):
+    """Both host row kernels: `fmetrics._native` (skipped where it was not built) and numpy's row argmax."""
+    if request.param == "numpy":
+        monkeypatch.setattr(_format, "_native", None)
+    elif _format._native is None:
+        pytest.skip("fmetrics._native was not built (no C compiler at install)")
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_top1_labels_are_torch_argmax_and_count_as_sklearn(dtype):
-    """The eager top-1 path (numpy argmax, then bincount) on ties, infinities and signed zeros and on a
-    non-contiguous batch; its counts (one bincount for 7 / 100 classes, three for 300) against sklearn."""
+def test_top1_counts_are_torch_argmax_and_count_as_sklearn(dtype, row_kernel):
+    """The eager top-1 path on ties, infinities and signed zeros and on a non-contiguous batch: its labels are
+    torch's ``argmax``, its counts sklearn's confusion matrix (7 / 100 / 300 classes)."""
     g = torch.Generator().manual_seed(11)
     for c, ties in ((100, False), (7, True), (300, False)):
         n = 2**15 // c + 5
@@ -372,19 +388,21 @@ def test_top1_labels_are_torch_argmax_and_count_as_sklearn(dtype):
         x[0], x[1], x[2] = float("inf"), -float("inf"), 0.0
         x[2, c - 1] = -0.0
         t = torch.randint(0, c, (n,), generator=g)
+        want = _sklearn_top1_counts(x, t, c)
         for p in (x, x.t().contiguous().t()):
-            assert torch.equal(torch.from_numpy(_format.top1_labels("m", p, t, c)), p.argmax(1))
+            assert torch.equal(torch.from_numpy(_format._host_argmax(p)[0]), p.argmax(1))
+            np.testing.assert_array_equal(_format.top1_counts("m", p, t, c), want)
         cm = skm.confusion_matrix(t.numpy(), x.argmax(1).numpy(), labels=np.arange(c))
         tp, fp, fn = np.diag(cm), cm.sum(0) - np.diag(cm), cm.sum(1) - np.diag(cm)
         want = np.stack([tp, fp, n - tp - fp - fn, fn, tp + fn], 1)
         for validate in (True, False):  # False: the generic path (argmax_classes, then the same bincounts)
             got = fm.multiclass_stat_scores(num_classes=c, average="none", validate_args=validate)(x, t)
             np.testing.assert_array_equal(got.numpy(), want)
-    assert _format.top1_labels("m", x[:100], t[:100], c) is None  # small batches: the generic path
-    assert _format.top1_labels("m", x.half(), t, c) is None
+    assert _format.top1_counts("m", x[:100], t[:100], c) is None  # small batches: the generic path
+    assert _format.top1_counts("m", x.half(), t, c) is None
 
 
-def test_top1_labels_split_over_threads_match_one_thread():
+def test_top1_counts_split_over_threads_match_one_thread(row_kernel):
     """``torch.get_num_threads() > 1``: a large batch's rows go to several threads (`_format._PART`
     scores each at least); labels, NaN rows (one in each part) and counts as on one thread."""
     g = torch.Generator().manual_seed(13)
@@ -398,10 +416,13 @@ def test_top1_labels_split_over_threads_match_one_thread():
             labels, top = _format._host_argmax(x)
             nan = torch.from_numpy(np.isnan(top))
             assert torch.equal(torch.from_numpy(labels)[~nan], x.argmax(1)[~nan])
+            assert torch.equal(torch.from_numpy(labels)[nan], torch.tensor([3, 0]))  # the first NaN, as torch
             assert torch.equal(torch.from_numpy(top)[~nan], x.max(1).values[~nan])
             assert np.flatnonzero(nan).tolist() == [5, n - 2]
             with pytest.raises(ValueError, match=r"found nan \(2 rows\)$"):
-                _format.top1_labels("m", x, t, c)
+                _format.top1_counts("m", x, t, c)
+            np.testing.assert_array_equal(_format.top1_counts("m", x[6:n - 2], t[6:n - 2], c),
+                                          _sklearn_top1_counts(x[6:n - 2], t[6:n - 2], c))
             got = fm.multiclass_stat_scores(num_classes=c, average="none")(x[6:n - 2], t[6:n - 2])
             cm = skm.confusion_matrix(t[6:n - 2].numpy(), x[6:n - 2].argmax(1).numpy(), labels=np.arange(c))
             np.testing.assert_array_equal(got[:, 0].numpy(), np.diag(cm))

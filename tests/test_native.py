@@ -1,0 +1,93 @@
+"""fmetrics._native, the fused row kernels of the eager CPU top-1 path, against numpy's row ``argmax`` and
+``bincount`` on every width from 1 to 40 and wider, in both dtypes and on both kernels (AVX2, portable C)."""
+import shutil
+import sysconfig
+
+import numpy as np
+import pytest
+
+try:
+    from fmetrics import _native
+except ImportError:
+    _native = None
+
+
+def test_the_kernels_are_built_where_a_compiler_is():
+    """`pip install` builds them where it finds a C compiler (`setup.py`: optional, so never a failed install)."""
+    if shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") is None:
+        pytest.skip("no C compiler here")
+    assert _native is not None, "fmetrics._native is missing: rebuild it with `pip install -e .`"
+
+
+needs_native = pytest.mark.skipif(_native is None, reason="fmetrics._native was not built")
+
+
+@pytest.fixture(params=["avx2", "c"])
+def simd(request):
+    if request.param == "avx2" and _native.simd() != "avx2":
+        pytest.skip("no AVX2 here")
+    was = _native.simd(request.param)
+    yield request.param
+    _native.simd(was)
+
+
+def _rows(rng, dtype, n, c, kind):
+    if kind == "randn":
+        return rng.standard_normal((n, c)).astype(dtype)
+    if kind == "ties":
+        return rng.integers(-2, 3, (n, c)).astype(dtype)
+    if kind == "specials":  # NaN, +-inf, signed zeros and subnormals
+        values = np.array([0.0, -0.0, np.finfo(dtype).smallest_subnormal, 1.0, np.inf, -np.inf, np.nan], dtype)
+        return rng.choice(values, (n, c), p=[0.2, 0.2, 0.15, 0.15, 0.1, 0.1, 0.1])
+    x = rng.standard_normal((n, c)).astype(dtype)  # "nan": a few NaN scores
+    x[rng.random((n, c)) < 0.03] = np.nan
+    return x
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_argmax_and_counts_match_numpy(dtype, simd):
+    rng = np.random.default_rng(5)
+    for c in [*range(1, 41), 100, 257]:
+        for kind in ("randn", "ties", "specials", "nan"):
+            x, n = _rows(rng, dtype, 37, c, kind), 37
+            labels, top = np.empty(n, np.int64), np.empty(n, dtype)
+            _native.argmax_rows(x, labels, top)
+            want = x.argmax(1)  # the first maximum; the first NaN where the row holds one
+            np.testing.assert_array_equal(labels, want, err_msg=f"{c} classes, {kind}")
+            np.testing.assert_array_equal(top, x[np.arange(n), want])
+            t = rng.integers(0, c, n)
+            counts = np.zeros(3 * c, np.int64)
+            ok = ~np.isnan(x).any(1)
+            assert _native.top1_counts(x, t, counts) == n - ok.sum()
+            lab, tt = want[ok], t[ok]
+            hits = tt[lab == tt]
+            want_counts = np.concatenate([np.bincount(v, minlength=c) for v in (tt, lab, hits)])
+            np.testing.assert_array_equal(counts, want_counts, err_msg=f"{c} classes, {kind}")
+
+
+@needs_native
+def test_counts_add_to_what_the_buffer_holds():
+    x, t = np.eye(3, dtype=np.float32), np.array([0, 2, 2])
+    counts = np.arange(9, dtype=np.int64)
+    assert _native.top1_counts(x, t, counts) == 0
+    # targets 0, 2, 2 -> [1, 0, 2]; labels 0, 1, 2 -> [1, 1, 1]; hits: rows 0 and 2 -> [1, 0, 1]
+    np.testing.assert_array_equal(counts, np.arange(9) + [1, 0, 2, 1, 1, 1, 1, 0, 1])
+
+
+@needs_native
+def test_wrong_buffers_and_targets_raise():
+    x, t, counts = np.zeros((3, 4), np.float32), np.zeros(3, np.int64), np.zeros(12, np.int64)
+    for args in ((x.astype(np.float16), t, counts), (x, t.astype(np.int32), counts), (x, t, counts[:11]),
+                 (x[0], t, counts), (x, t[:2], counts)):
+        with pytest.raises(TypeError, match="top1_counts"):
+            _native.top1_counts(*args)
+    with pytest.raises(ValueError):  # not C-contiguous (the buffer protocol refuses)
+        _native.top1_counts(x[:, ::2], t, counts[:6])
+    with pytest.raises(TypeError, match="argmax_rows"):
+        _native.argmax_rows(x, np.zeros(3, np.int64), np.zeros(3, np.float64))
+    with pytest.raises(ValueError, match=r"target 4 at row 1 is not a label in \[0, 4\)"):
+        _native.top1_counts(x, np.array([0, 4, 1]), counts)
+    np.testing.assert_array_equal(counts, 0)  # checked before any count
+    with pytest.raises(ValueError, match="not available"):
+        _native.simd("neon")
