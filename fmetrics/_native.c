@@ -11,6 +11,11 @@
  *                                    over the rows without NaN; returns the number of rows holding a NaN
  *
  * x: C-contiguous float32 / float64 (N, C); labels, target: int64 (N,); top: x's dtype (N,); counts: int64 (3C,).
+ *
+ * And the window stage of STOI (fmetrics/audio/stoi.py), in float64:
+ *
+ *   stoi_windows(tob, out, clip)     out[b, s] = STOI of the 30-frame window s of float64 envelopes tob[b]
+ *                                    (2, 15, F), clip = 1 + 10^(-beta / 20)
  * On x86-64 the rows go through AVX2 where the CPU has it (checked once), elsewhere through portable C. The GIL is
  * released while a batch runs, so the caller may split the rows over threads.
  */
@@ -18,6 +23,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <math.h>
+#include <float.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define FM_X86 1
@@ -134,6 +141,66 @@ BATCHES(f32_avx2, float, row_f32_avx2, __attribute__((target("avx2"))))
 BATCHES(f64_avx2, double, row_f64_avx2, __attribute__((target("avx2"))))
 #endif
 
+/* ------------------------------------------------------------ STOI windows */
+
+enum { STOI_N = 30, STOI_BANDS = 15, LANES = 16 };
+
+#if defined(FM_X86) && !defined(__clang__)
+#define STOI_CLONES __attribute__((target_clones("avx2", "default")))  /* 4 doubles a vector where the CPU has it */
+#else
+#define STOI_CLONES
+#endif
+
+/* W consecutive windows s0 .. s0 + W - 1 of one band, x and y its target and estimate envelopes: each window's
+   clipped correlation (fmetrics.audio.stoi._stoi, term by term, two passes) over the band count, added to d.
+   The loops run over the W windows innermost: independent lanes, which the compiler vectorizes (LANES = 16:
+   1.1-1.3x faster than 4 or 8). */
+static inline void stoi_band(const double *x, const double *y, int64_t s0, int W, double clip, double *d) {
+    double sx[LANES] = {0}, sy[LANES] = {0}, a[LANES], mx[LANES] = {0}, my[LANES] = {0};
+    double dot[LANES] = {0}, nx[LANES] = {0}, ny[LANES] = {0};
+    for (int k = 0; k < STOI_N; k++)
+        for (int w = 0; w < W; w++) {
+            double xv = x[s0 + w + k], yv = y[s0 + w + k];
+            sx[w] += xv * xv;
+            sy[w] += yv * yv;
+        }
+    for (int w = 0; w < W; w++) a[w] = sqrt(sx[w]) / ((sqrt(sy[w]) + DBL_EPSILON) * clip);
+    for (int k = 0; k < STOI_N; k++)
+        for (int w = 0; w < W; w++) {
+            double xv = x[s0 + w + k], yp = y[s0 + w + k] * a[w];
+            mx[w] += xv;
+            my[w] += yp < xv ? yp : xv;
+        }
+    for (int w = 0; w < W; w++) {
+        mx[w] /= STOI_N;
+        my[w] /= STOI_N;
+    }
+    for (int k = 0; k < STOI_N; k++)
+        for (int w = 0; w < W; w++) {
+            double xv = x[s0 + w + k], yp = y[s0 + w + k] * a[w];
+            double yc = (yp < xv ? yp : xv) - my[w], xc = xv - mx[w];
+            dot[w] += yc * xc;
+            ny[w] += yc * yc;
+            nx[w] += xc * xc;
+        }
+    for (int w = 0; w < W; w++)
+        d[w] += dot[w] * clip / ((sqrt(ny[w]) * clip + DBL_EPSILON) * (sqrt(nx[w]) + DBL_EPSILON)) / STOI_BANDS;
+}
+
+/* out (b, f - 29): the mean over the 15 bands of each window's value; tob (b, 2, 15, f). */
+STOI_CLONES static void stoi_all(const double *tob, int64_t b, int64_t f, double clip, double *out) {
+    int64_t s = f - STOI_N + 1;
+    memset(out, 0, (size_t)(b * s) * sizeof(double));
+    for (int64_t e = 0; e < b; e++)
+        for (int j = 0; j < STOI_BANDS; j++) {
+            const double *x = tob + (e * 2 * STOI_BANDS + j) * f, *y = x + STOI_BANDS * f;
+            double *d = out + e * s;
+            int64_t s0 = 0;
+            for (; s0 + LANES <= s; s0 += LANES) stoi_band(x, y, s0, LANES, clip, d + s0);
+            for (; s0 < s; s0++) stoi_band(x, y, s0, 1, clip, d + s0);
+        }
+}
+
 static int use_avx2 = 0;  /* set once at import */
 
 /* ------------------------------------------------------------ Python */
@@ -144,6 +211,10 @@ static void release(Args *g) {
     if (g->held > 0) PyBuffer_Release(&g->x);
     if (g->held > 1) PyBuffer_Release(&g->a);
     if (g->held > 2) PyBuffer_Release(&g->b);
+}
+
+static int is_float64(const Py_buffer *b) {
+    return b->itemsize == 8 && b->format && b->format[0] == 'd' && b->format[1] == 0;
 }
 
 static int is_int64(const Py_buffer *b) {
@@ -226,6 +297,34 @@ static PyObject *top1_counts(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(nan_rows);
 }
 
+/* stoi_windows(tob, out, clip): tob C-contiguous float64 (B, 2, 15, F), F >= 30; out float64 (B, F - 29). */
+static PyObject *stoi_windows(PyObject *self, PyObject *args) {
+    PyObject *ot, *oo;
+    double clip;
+    Py_buffer t, o;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOd", &ot, &oo, &clip)) return NULL;
+    if (PyObject_GetBuffer(ot, &t, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&t);
+        return NULL;
+    }
+    int ok = t.ndim == 4 && t.shape[1] == 2 && t.shape[2] == STOI_BANDS && t.shape[3] >= STOI_N && is_float64(&t) &&
+             o.ndim == 2 && o.shape[0] == t.shape[0] && o.shape[1] == t.shape[3] - STOI_N + 1 && is_float64(&o);
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        stoi_all(t.buf, t.shape[0], t.shape[3], clip, o.buf);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyErr_SetString(PyExc_TypeError,
+                        "stoi_windows(tob, out, clip): tob C-contiguous float64 (B, 2, 15, F >= 30), out float64 (B, F - 29)");
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&o);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* simd() -> the kernel in use; simd(name) selects "c" or "avx2" (where the CPU has it) and returns the previous. */
 static PyObject *simd(PyObject *self, PyObject *args) {
     const char *name = NULL, *was = use_avx2 ? "avx2" : "c";
@@ -242,6 +341,7 @@ static PyObject *simd(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"argmax_rows", argmax_rows, METH_VARARGS, "argmax_rows(x, labels, top): each row's first maximum (first NaN) and its score."},
     {"top1_counts", top1_counts, METH_VARARGS, "top1_counts(x, target, counts) -> NaN rows: adds target, argmax and hit counts."},
+    {"stoi_windows", stoi_windows, METH_VARARGS, "stoi_windows(tob, out, clip): STOI of every 30-frame window, float64."},
     {"simd", simd, METH_VARARGS, "simd([name]) -> 'avx2' or 'c': the row kernel in use (selects name, returning the previous)."},
     {NULL, NULL, 0, NULL},
 };

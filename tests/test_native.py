@@ -1,10 +1,12 @@
-"""fmetrics._native, the fused row kernels of the eager CPU top-1 path, against numpy's row ``argmax`` and
-``bincount`` on every width from 1 to 40 and wider, in both dtypes and on both kernels (AVX2, portable C)."""
+"""fmetrics._native: the fused row kernels of the eager CPU top-1 path against numpy's row ``argmax`` and
+``bincount`` on every width from 1 to 40 and wider, in both dtypes and on both kernels (AVX2, portable C); STOI's
+window stage against the torch windows in float64 (pystoi parity on both paths: tests/test_audio_stoi.py)."""
 import shutil
 import sysconfig
 
 import numpy as np
 import pytest
+import torch
 
 try:
     from fmetrics import _native
@@ -91,3 +93,29 @@ def test_wrong_buffers_and_targets_raise():
     np.testing.assert_array_equal(counts, 0)  # checked before any count
     with pytest.raises(ValueError, match="not available"):
         _native.simd("neon")
+
+
+@needs_native
+@pytest.mark.parametrize("frames", [30, 31, 45, 46, 200])  # 1, 2, 16, 17 and 171 windows: every lane remainder
+def test_stoi_windows_match_the_torch_windows(frames):
+    from fmetrics.audio import stoi as S
+
+    g = torch.Generator().manual_seed(frames)
+    level = torch.logspace(0, -3, frames, dtype=torch.float64)  # levels swinging by 60 dB along the frames
+    tob = torch.rand(3, 2, 15, frames, generator=g, dtype=torch.float64) * level
+    tob[0, 1] = 0.0  # a silent estimate
+    tob[1, 0, 4] = 0.5  # a constant target band
+    tob[2, 1] = 3 * tob[2, 0]  # a scaled copy: correlation 1
+    out = np.empty((3, frames - 29))
+    _native.stoi_windows(tob.numpy(), out, 1 + 10 ** (-S.BETA / 20))
+    np.testing.assert_allclose(out, S._stoi(tob).numpy(), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(out[2], 1.0, rtol=0, atol=1e-12)
+
+
+@needs_native
+def test_stoi_windows_refuse_wrong_buffers():
+    tob, out = np.zeros((2, 2, 15, 40)), np.zeros((2, 11))
+    for args in ((tob.astype(np.float32), out), (np.zeros((2, 1, 15, 40)), out), (np.zeros((2, 2, 15, 29)), np.zeros((2, 0))), (tob, np.zeros((2, 10))),
+                 (tob, out.astype(np.float32))):
+        with pytest.raises(TypeError, match="stoi_windows"):
+            _native.stoi_windows(*args, 2.0)
