@@ -169,7 +169,7 @@ static inline void stoi_band(const double *x, const double *y, int64_t s0, int W
         for (int w = 0; w < W; w++) {
             double xv = x[s0 + w + k], yp = y[s0 + w + k] * a[w];
             mx[w] += xv;
-            my[w] += yp < xv ? yp : xv;
+            my[w] += xv < yp ? xv : yp;  /* torch's clamp_max: a NaN estimate stays NaN */
         }
     for (int w = 0; w < W; w++) {
         mx[w] /= STOI_N;
@@ -178,7 +178,7 @@ static inline void stoi_band(const double *x, const double *y, int64_t s0, int W
     for (int k = 0; k < STOI_N; k++)
         for (int w = 0; w < W; w++) {
             double xv = x[s0 + w + k], yp = y[s0 + w + k] * a[w];
-            double yc = (yp < xv ? yp : xv) - my[w], xc = xv - mx[w];
+            double yc = (xv < yp ? xv : yp) - my[w], xc = xv - mx[w];
             dot[w] += yc * xc;
             ny[w] += yc * yc;
             nx[w] += xc * xc;

@@ -102,13 +102,18 @@ def test_stoi_windows_match_the_torch_windows(frames):
 
     g = torch.Generator().manual_seed(frames)
     level = torch.logspace(0, -3, frames, dtype=torch.float64)  # levels swinging by 60 dB along the frames
-    tob = torch.rand(3, 2, 15, frames, generator=g, dtype=torch.float64) * level
+    tob = torch.rand(5, 2, 15, frames, generator=g, dtype=torch.float64) * level
     tob[0, 1] = 0.0  # a silent estimate
     tob[1, 0, 4] = 0.5  # a constant target band
     tob[2, 1] = 3 * tob[2, 0]  # a scaled copy: correlation 1
-    out = np.empty((3, frames - 29))
+    tob[3, 1, 2, frames // 2] = float("nan")  # NaN propagates to the windows holding it (nan_strategy="disable")
+    tob[4, 0, 7, 0] = float("nan")
+    out = np.empty((5, frames - 29))
     _native.stoi_windows(tob.numpy(), out, 1 + 10 ** (-S.BETA / 20))
-    np.testing.assert_allclose(out, S._stoi(tob).numpy(), rtol=0, atol=1e-14)
+    want = S._stoi(tob).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    assert np.isnan(out[3]).any() and np.isnan(out[4, 0])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-14)
     np.testing.assert_allclose(out[2], 1.0, rtol=0, atol=1e-12)
 
 
