@@ -1,23 +1,27 @@
-/* fmetrics._native: the fused row kernels of the eager CPU top-1 path (fmetrics/classification/_format.py).
+/* fmetrics._native: the optional C kernels (docs/design.md, "The optional C kernels").
  *
- * A row's argmax is its first maximum (torch's and numpy's rule on ties, -0.0 == 0.0 included); a row holding a
- * NaN has the first NaN as its argmax (NaN ranks first). Each row is read in two passes while it sits in L1: the
- * maximum with a NaN test, then the first entry equal to it. Rows a few ahead are prefetched, so a batch streams
- * at close to the memory bandwidth: numpy's row argmax pays a fixed cost per row that does not overlap with the
- * memory reads (docs/classification.md, "Speed").
+ * The eager CPU top-1 path of the multiclass counts (fmetrics/classification/_format.py). A row's argmax is its
+ * first maximum (torch's and numpy's rule on ties, -0.0 == 0.0 included); a row holding a NaN has the first NaN as
+ * its argmax (NaN ranks first). Each row is read in two passes while it sits in L1: the maximum with a NaN test,
+ * then the first entry equal to it. Rows a few ahead are prefetched, so a batch streams at close to the memory
+ * bandwidth: numpy's row argmax pays a fixed cost per row that does not overlap with the memory reads
+ * (docs/classification.md, "Speed").
  *
  *   argmax_rows(x, labels, top)      labels[r] = argmax of row r, top[r] = x[r, labels[r]]
  *   top1_counts(x, target, counts)   counts[target[r]] += 1, counts[C + argmax] += 1, counts[2C + target[r]] += hit
  *                                    over the rows without NaN; returns the number of rows holding a NaN
  *
  * x: C-contiguous float32 / float64 (N, C); labels, target: int64 (N,); top: x's dtype (N,); counts: int64 (3C,).
+ * On x86-64 the rows go through AVX2 where the CPU has it (checked once at import), elsewhere through portable C.
  *
- * And the window stage of STOI (fmetrics/audio/stoi.py), in float64:
+ * Two stages of STOI (fmetrics/audio/stoi.py, docs/audio.md):
  *
+ *   band_levels(spec, edges, out)    out[m, b, j] = norm of the bins [edges[b, 0], edges[b, 1]) of spectrum
+ *                                    spec[m, j] ((re, im) pairs), summed in float64
  *   stoi_windows(tob, out, clip)     out[b, s] = STOI of the 30-frame window s of float64 envelopes tob[b]
  *                                    (2, 15, F), clip = 1 + 10^(-beta / 20)
- * On x86-64 the rows go through AVX2 where the CPU has it (checked once), elsewhere through portable C. The GIL is
- * released while a batch runs, so the caller may split the rows over threads.
+ *
+ * Every kernel releases the GIL (the top-1 path splits large batches over threads).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -211,6 +215,31 @@ STOI_CLONES static void stoi_all(const double *tob, int64_t b, int64_t f, double
         }
 }
 
+/* ------------------------------------------------------------ STOI band levels */
+
+/* out[e, b, j] = sqrt(sum over the bins [lo_b, hi_b) of |spec[e, j, bin]|^2), spec as (re, im) pairs; the sums in
+   float64 over 8 partial sums (vector lanes), whatever T. */
+#define BAND_LEVELS(NAME, T)                                                                                  \
+    STOI_CLONES static void NAME(const T *spec, int64_t m, int64_t f, int64_t bins, const int64_t *edges,     \
+                                 int64_t nb, T *out) {                                                        \
+        for (int64_t e = 0; e < m; e++)                                                                       \
+            for (int64_t j = 0; j < f; j++) {                                                                 \
+                const T *row = spec + (e * f + j) * bins * 2;                                                 \
+                for (int64_t b = 0; b < nb; b++) {                                                            \
+                    double acc[8] = {0};                                                                      \
+                    int64_t k = 2 * edges[2 * b], hi = 2 * edges[2 * b + 1];                                  \
+                    for (; k + 8 <= hi; k += 8)                                                               \
+                        for (int u = 0; u < 8; u++) acc[u] += (double)row[k + u] * row[k + u];                \
+                    for (int u = 0; k < hi; k++, u++) acc[u] += (double)row[k] * row[k];                      \
+                    out[(e * nb + b) * f + j] = (T)sqrt(((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
+                                                        ((acc[4] + acc[5]) + (acc[6] + acc[7])));             \
+                }                                                                                             \
+            }                                                                                                 \
+    }
+
+BAND_LEVELS(bands_f32, float)
+BAND_LEVELS(bands_f64, double)
+
 static int use_avx2 = 0;  /* set once at import */
 
 /* ------------------------------------------------------------ Python */
@@ -335,6 +364,48 @@ static PyObject *stoi_windows(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* band_levels(spec, edges, out): spec C-contiguous float32 / float64 (M, F, bins, 2), edges int64 (B, 2) bin ranges
+   within [0, bins), out of spec's dtype (M, B, F). */
+static PyObject *band_levels(PyObject *self, PyObject *args) {
+    PyObject *os, *oe, *oo;
+    Py_buffer sp, ed, o;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &os, &oe, &oo)) return NULL;
+    if (PyObject_GetBuffer(os, &sp, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(oe, &ed, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&sp);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&sp);
+        PyBuffer_Release(&ed);
+        return NULL;
+    }
+    const char *f = sp.format;
+    int ok = sp.ndim == 4 && sp.shape[3] == 2 && f && f[1] == 0 &&
+             ((f[0] == 'f' && sp.itemsize == 4) || (f[0] == 'd' && sp.itemsize == 8)) && ed.ndim == 2 &&
+             ed.shape[1] == 2 && is_int64(&ed) && o.ndim == 3 && o.shape[0] == sp.shape[0] &&
+             o.shape[1] == ed.shape[0] && o.shape[2] == sp.shape[1] && o.itemsize == sp.itemsize && o.format &&
+             o.format[0] == f[0];
+    const int64_t *e = ed.buf;
+    for (Py_ssize_t b = 0; ok && b < ed.shape[0]; b++)
+        ok = 0 <= e[2 * b] && e[2 * b] <= e[2 * b + 1] && e[2 * b + 1] <= sp.shape[2];
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        if (f[0] == 'f') bands_f32(sp.buf, sp.shape[0], sp.shape[1], sp.shape[2], e, ed.shape[0], o.buf);
+        else bands_f64(sp.buf, sp.shape[0], sp.shape[1], sp.shape[2], e, ed.shape[0], o.buf);
+        Py_END_ALLOW_THREADS
+    } else {
+        PyErr_SetString(PyExc_TypeError, "band_levels(spec, edges, out): spec C-contiguous float32/float64 (M, F, bins, 2), "
+                                         "edges int64 (B, 2) ranges within [0, bins], out of spec's dtype (M, B, F)");
+    }
+    PyBuffer_Release(&sp);
+    PyBuffer_Release(&ed);
+    PyBuffer_Release(&o);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* simd() -> the kernel in use; simd(name) selects "c" or "avx2" (where the CPU has it) and returns the previous. */
 static PyObject *simd(PyObject *self, PyObject *args) {
     const char *name = NULL, *was = use_avx2 ? "avx2" : "c";
@@ -352,6 +423,7 @@ static PyMethodDef methods[] = {
     {"argmax_rows", argmax_rows, METH_VARARGS, "argmax_rows(x, labels, top): each row's first maximum (first NaN) and its score."},
     {"top1_counts", top1_counts, METH_VARARGS, "top1_counts(x, target, counts) -> NaN rows: adds target, argmax and hit counts."},
     {"stoi_windows", stoi_windows, METH_VARARGS, "stoi_windows(tob, out, clip): STOI of every 30-frame window, float64."},
+    {"band_levels", band_levels, METH_VARARGS, "band_levels(spec, edges, out): the norm of each band's bins, per frame."},
     {"simd", simd, METH_VARARGS, "simd([name]) -> 'avx2' or 'c': the row kernel in use (selects name, returning the previous)."},
     {NULL, NULL, 0, NULL},
 };

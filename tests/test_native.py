@@ -124,3 +124,31 @@ def test_stoi_windows_refuse_wrong_buffers():
                  (tob, out.astype(np.float32))):
         with pytest.raises(TypeError, match="stoi_windows"):
             _native.stoi_windows(*args, 2.0)
+
+
+@needs_native
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_band_levels_match_the_torch_band_norms(dtype):
+    from fmetrics.audio import stoi as S
+
+    g = torch.Generator().manual_seed(3)
+    spec = torch.randn(3, 2, 41, 257, generator=g, dtype=dtype) * torch.logspace(0, -4, 257, dtype=dtype)
+    spec = torch.complex(spec, torch.randn(spec.shape, generator=g, dtype=dtype))
+    spec[0, 1] = 0  # a silent frame range: level 0
+    got = S._native_bands(spec)
+    assert got.dtype == dtype and got.shape == (3, 2, 15, 41)
+    want = S._bands(spec.to(torch.complex128))  # float64 sums, as the kernel's
+    torch.testing.assert_close(got.double(), want, rtol=1e-15 if dtype == torch.float64 else 1e-7, atol=0)
+    assert not got[0, 1].any()
+
+
+@needs_native
+def test_band_levels_refuse_wrong_buffers_and_edges():
+    spec, out = np.zeros((2, 5, 9, 2)), np.zeros((2, 3, 5))
+    edges = np.array([[0, 2], [2, 5], [5, 9]])
+    _native.band_levels(spec, edges, out)
+    for args in ((spec.astype(np.float32), edges, out), (spec, edges.astype(np.int32), out), (spec, edges[:2], out),
+                 (spec, np.array([[0, 2], [2, 5], [5, 10]]), out), (spec, np.array([[0, 2], [3, 2], [5, 9]]), out),
+                 (spec, edges, np.zeros((2, 3, 4)))):
+        with pytest.raises(TypeError, match="band_levels"):
+            _native.band_levels(*args)
