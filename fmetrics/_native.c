@@ -435,5 +435,10 @@ PyMODINIT_FUNC PyInit__native(void) {
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2");
 #endif
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "VERSION", 1) < 0) {  /* fmetrics/_kernels.py's VERSION */
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -8,17 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-try:
-    from fmetrics import _native
-except ImportError:
-    _native = None
+from fmetrics._kernels import native as _native
 
 
 def test_the_kernels_are_built_where_a_compiler_is():
     """`pip install` builds them where it finds a C compiler (`setup.py`: optional, so never a failed install)."""
     if shutil.which(sysconfig.get_config_var("CC").split()[0] if sysconfig.get_config_var("CC") else "cc") is None:
         pytest.skip("no C compiler here")
-    assert _native is not None, "fmetrics._native is missing: rebuild it with `pip install -e .`"
+    assert _native is not None, "fmetrics._native is missing or out of date: rebuild it with `pip install -e .`"
 
 
 needs_native = pytest.mark.skipif(_native is None, reason="fmetrics._native was not built")
@@ -152,3 +149,26 @@ def test_band_levels_refuse_wrong_buffers_and_edges():
                  (spec, edges, np.zeros((2, 3, 4)))):
         with pytest.raises(TypeError, match="band_levels"):
             _native.band_levels(*args)
+
+
+def test_an_out_of_date_build_is_left_out_with_a_warning(monkeypatch):
+    """A checkout updated without `pip install -e .` keeps an older module: fmetrics runs without it."""
+    import importlib
+    import sys
+    import types
+
+    import fmetrics
+    import fmetrics._kernels as kernels
+
+    stale = types.ModuleType("fmetrics._native")
+    stale.VERSION, stale.__file__ = kernels.VERSION - 1, "/old/_native.so"
+    monkeypatch.setitem(sys.modules, "fmetrics._native", stale)
+    monkeypatch.setattr(fmetrics, "_native", stale, raising=False)
+    try:
+        with pytest.warns(UserWarning, match=r"built from an older fmetrics/_native.c.*pip install -e \."):
+            importlib.reload(kernels)
+        assert kernels.native is None
+    finally:
+        monkeypatch.undo()
+        importlib.reload(kernels)
+    assert (kernels.native is None) == (_native is None)

@@ -45,10 +45,7 @@ import torch
 
 from fmetrics import validation
 
-try:  # the fused C kernels (fmetrics/_native.c), built by `pip install` where a C compiler is found
-    from fmetrics import _native
-except ImportError:  # the torch windows instead
-    _native = None
+from fmetrics._kernels import native as _native  # the optional C kernels, or None
 from fmetrics.audio._mean import NanStrategy, check_bool, per_example_mean, signal_pair
 from fmetrics.metric import Metric
 from fmetrics.recipe import factory

@@ -61,10 +61,7 @@ import torch
 
 from fmetrics import validation
 
-try:  # the fused row kernels (fmetrics/_native.c), built by `pip install` where a C compiler is found
-    from fmetrics import _native
-except ImportError:  # numpy's row argmax instead
-    _native = None
+from fmetrics._kernels import native as _native  # the optional C kernels, or None
 
 __all__ = [
     "rule",
