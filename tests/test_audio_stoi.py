@@ -11,6 +11,7 @@ import torch
 import fmetrics
 from fmetrics import audio as A
 from fmetrics.audio import stoi as S
+from tests._kernels import on_path
 
 pystoi = pytest.importorskip("pystoi", reason="pystoi is the STOI oracle (in the dev extras)")
 
@@ -25,12 +26,8 @@ def _oracle(p, t, fs, extended):
 
 @pytest.fixture(params=["native", "torch"])
 def windows(request, monkeypatch):
-    """Both CPU window stages of STOI: `fmetrics._native`'s (skipped where it was not built) and torch's."""
-    if request.param == "torch":
-        monkeypatch.setattr(S, "_native", None)
-    elif S._native is None:
-        pytest.skip("fmetrics._native was not built (no C compiler at install)")
-    return request.param
+    """Both CPU paths of STOI's band levels and windows: `fmetrics._native`'s and torch's."""
+    return on_path(request.param, monkeypatch, S)
 
 
 def _noisy(shape, seed=0, noise=0.7):

@@ -9,6 +9,7 @@ from sklearn import metrics as skm
 
 import fmetrics as fm
 from fmetrics.classification import _format
+from tests._kernels import on_path
 
 # ------------------------------------------------------------------ value rules: counted in update, raised in finalize
 
@@ -369,12 +370,8 @@ def _sklearn_top1_counts(x, t, c):
 
 @pytest.fixture(params=["native", "numpy"])
 def row_kernel(request, monkeypatch):
-    """Both host row kernels: `fmetrics._native` (skipped where it was not built) and numpy's row argmax."""
-    if request.param == "numpy":
-        monkeypatch.setattr(_format, "_native", None)
-    elif _format._native is None:
-        pytest.skip("fmetrics._native was not built (no C compiler at install)")
-    return request.param
+    """Both host row kernels: `fmetrics._native`'s and numpy's row argmax."""
+    return on_path(request.param, monkeypatch, _format)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
