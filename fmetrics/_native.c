@@ -18,8 +18,9 @@
  *
  *   band_levels(spec, edges, out)    out[m, b, j] = norm of the bins [edges[b, 0], edges[b, 1]) of spectrum
  *                                    spec[m, j] ((re, im) pairs), summed in float64
- *   stoi_windows(tob, out, clip)     out[b, s] = STOI of the 30-frame window s of float64 envelopes tob[b]
- *                                    (2, 15, F), clip = 1 + 10^(-beta / 20)
+ *   stoi_windows(tob, out, clip, extended=False)
+ *                                    out[b, s] = (extended) STOI of the 30-frame window s of float64
+ *                                    envelopes tob[b] (2, 15, F), clip = 1 + 10^(-beta / 20)
  *
  * Every kernel releases the GIL (the top-1 path splits large batches over threads).
  */
@@ -147,7 +148,7 @@ BATCHES(f64_avx2, double, row_f64_avx2, __attribute__((target("avx2"))))
 
 /* ------------------------------------------------------------ STOI windows */
 
-enum { STOI_N = 30, STOI_BANDS = 15, LANES = 32 };
+enum { STOI_N = 30, STOI_BANDS = 15, LANES = 32, ESTOI_LANES = 32 };
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-math-errno")  /* sqrt as one instruction, so the loops over the windows vectorize */
@@ -213,6 +214,69 @@ STOI_CLONES static void stoi_all(const double *tob, int64_t b, int64_t f, double
             for (; s0 + LANES <= s; s0 += LANES) stoi_band(x, y, s0, LANES, clip, d + s0);
             for (; s0 < s; s0++) stoi_band(x, y, s0, 1, clip, d + s0);
         }
+}
+
+/* W consecutive windows s0 .. s0 + W - 1 of one example's envelopes t (2, 15, f): extended STOI
+   (fmetrics.audio.stoi._estoi, term by term): each band's window row-centred and scaled to unit norm (a constant
+   row to zero), then each frame's column centred over the bands; the mean over the frames of the column
+   correlations (0 where a column is constant, NaN where it holds a NaN), into d. Only each row's mean and scale are kept; the centred
+   values are recomputed in both passes over the bands. */
+ALWAYS_INLINE static void estoi_block(const double *t, int64_t f, int64_t s0, int W, double *d) {
+    double mean[2][STOI_BANDS][ESTOI_LANES], scale[2][STOI_BANDS][ESTOI_LANES], acc[ESTOI_LANES] = {0};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < STOI_BANDS; j++) {
+            const double *v = t + (i * STOI_BANDS + j) * f + s0;
+            double m[ESTOI_LANES] = {0}, ss[ESTOI_LANES] = {0};
+            for (int k = 0; k < STOI_N; k++)
+                for (int w = 0; w < W; w++) m[w] += v[w + k];
+            for (int w = 0; w < W; w++) m[w] /= STOI_N;
+            for (int k = 0; k < STOI_N; k++)
+                for (int w = 0; w < W; w++) ss[w] += (v[w + k] - m[w]) * (v[w + k] - m[w]);
+            for (int w = 0; w < W; w++) {
+                mean[i][j][w] = m[w];
+                scale[i][j][w] = ss[w] > 0 ? 1 / sqrt(ss[w]) : 0;
+            }
+        }
+    for (int k = 0; k < STOI_N; k++) {
+        double c0[ESTOI_LANES] = {0}, c1[ESTOI_LANES] = {0}, dot[ESTOI_LANES] = {0}, q0[ESTOI_LANES] = {0}, q1[ESTOI_LANES] = {0};
+        for (int j = 0; j < STOI_BANDS; j++) {
+            const double *x = t + j * f + s0 + k, *y = t + (STOI_BANDS + j) * f + s0 + k;
+            for (int w = 0; w < W; w++) {
+                c0[w] += (x[w] - mean[0][j][w]) * scale[0][j][w];
+                c1[w] += (y[w] - mean[1][j][w]) * scale[1][j][w];
+            }
+        }
+        for (int w = 0; w < W; w++) {
+            c0[w] /= STOI_BANDS;
+            c1[w] /= STOI_BANDS;
+        }
+        for (int j = 0; j < STOI_BANDS; j++) {
+            const double *x = t + j * f + s0 + k, *y = t + (STOI_BANDS + j) * f + s0 + k;
+            for (int w = 0; w < W; w++) {
+                double a = (x[w] - mean[0][j][w]) * scale[0][j][w] - c0[w];
+                double b = (y[w] - mean[1][j][w]) * scale[1][j][w] - c1[w];
+                dot[w] += a * b;
+                q0[w] += a * a;
+                q1[w] += b * b;
+            }
+        }
+        for (int w = 0; w < W; w++) {
+            double den = sqrt(q0[w] * q1[w]);
+            acc[w] += den == 0 ? 0 : dot[w] / den;  /* a NaN column stays NaN, as in the torch windows */
+        }
+    }
+    for (int w = 0; w < W; w++) d[w] = acc[w] / STOI_N;
+}
+
+/* out (b, f - 29): extended STOI of every window; tob (b, 2, 15, f). */
+STOI_CLONES static void estoi_all(const double *tob, int64_t b, int64_t f, double *out) {
+    int64_t s = f - STOI_N + 1;
+    for (int64_t e = 0; e < b; e++) {
+        const double *t = tob + e * 2 * STOI_BANDS * f;
+        int64_t s0 = 0;
+        for (; s0 + ESTOI_LANES <= s; s0 += ESTOI_LANES) estoi_block(t, f, s0, ESTOI_LANES, out + e * s + s0);
+        for (; s0 < s; s0++) estoi_block(t, f, s0, 1, out + e * s + s0);
+    }
 }
 
 /* ------------------------------------------------------------ STOI band levels */
@@ -336,13 +400,15 @@ static PyObject *top1_counts(PyObject *self, PyObject *args) {
     return PyLong_FromLongLong(nan_rows);
 }
 
-/* stoi_windows(tob, out, clip): tob C-contiguous float64 (B, 2, 15, F), F >= 30; out float64 (B, F - 29). */
+/* stoi_windows(tob, out, clip, extended=False): tob C-contiguous float64 (B, 2, 15, F), F >= 30; out float64
+   (B, F - 29); extended STOI (clip unused) where extended. */
 static PyObject *stoi_windows(PyObject *self, PyObject *args) {
     PyObject *ot, *oo;
     double clip;
+    int extended = 0;
     Py_buffer t, o;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOd", &ot, &oo, &clip)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOd|p", &ot, &oo, &clip, &extended)) return NULL;
     if (PyObject_GetBuffer(ot, &t, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
     if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
         PyBuffer_Release(&t);
@@ -352,11 +418,13 @@ static PyObject *stoi_windows(PyObject *self, PyObject *args) {
              o.ndim == 2 && o.shape[0] == t.shape[0] && o.shape[1] == t.shape[3] - STOI_N + 1 && is_float64(&o);
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        stoi_all(t.buf, t.shape[0], t.shape[3], clip, o.buf);
+        if (extended) estoi_all(t.buf, t.shape[0], t.shape[3], o.buf);
+        else stoi_all(t.buf, t.shape[0], t.shape[3], clip, o.buf);
         Py_END_ALLOW_THREADS
     } else {
         PyErr_SetString(PyExc_TypeError,
-                        "stoi_windows(tob, out, clip): tob C-contiguous float64 (B, 2, 15, F >= 30), out float64 (B, F - 29)");
+                        "stoi_windows(tob, out, clip, extended=False): tob C-contiguous float64 (B, 2, 15, F >= 30), "
+                        "out float64 (B, F - 29)");
     }
     PyBuffer_Release(&t);
     PyBuffer_Release(&o);
@@ -422,7 +490,8 @@ static PyObject *simd(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"argmax_rows", argmax_rows, METH_VARARGS, "argmax_rows(x, labels, top): each row's first maximum (first NaN) and its score."},
     {"top1_counts", top1_counts, METH_VARARGS, "top1_counts(x, target, counts) -> NaN rows: adds target, argmax and hit counts."},
-    {"stoi_windows", stoi_windows, METH_VARARGS, "stoi_windows(tob, out, clip): STOI of every 30-frame window, float64."},
+    {"stoi_windows", stoi_windows, METH_VARARGS,
+     "stoi_windows(tob, out, clip, extended=False): (extended) STOI of every 30-frame window, float64."},
     {"band_levels", band_levels, METH_VARARGS, "band_levels(spec, edges, out): the norm of each band's bins, per frame."},
     {"simd", simd, METH_VARARGS, "simd([name]) -> 'avx2' or 'c': the row kernel in use (selects name, returning the previous)."},
     {NULL, NULL, 0, NULL},
@@ -436,7 +505,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     use_avx2 = __builtin_cpu_supports("avx2");
 #endif
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "VERSION", 1) < 0) {  /* fmetrics/_kernels.py's VERSION */
+    if (m && PyModule_AddIntConstant(m, "VERSION", 2) < 0) {  /* fmetrics/_kernels.py's VERSION */
         Py_DECREF(m);
         return NULL;
     }

@@ -64,6 +64,11 @@ def _stoi_oracle(p, t):
     return float(np.mean([stoi(ti, pi, 8000) for pi, ti in zip(p.numpy(), t.numpy())]))
 
 
+def _estoi_oracle(p, t):
+    stoi = pytest.importorskip("pystoi").stoi
+    return float(np.mean([stoi(ti, pi, 8000, extended=True) for pi, ti in zip(p.numpy(), t.numpy())]))
+
+
 def _pesq_oracle(p, t):
     pesq = pytest.importorskip("pesq", reason="the pesq package is the PESQ oracle")
     return float(np.mean([pesq.pesq(8000, ti, pi, "nb") for pi, ti in zip(p.numpy(), t.numpy())]))
@@ -95,6 +100,8 @@ CASES = {
             (3, 2, 0)),
     "stoi": (lambda **kw: fm.short_time_objective_intelligibility(fs=8000, **kw), _noisy((3, 4800)), _stoi_oracle,
              "short_time_objective_intelligibility", (3, 0)),
+    "estoi": (lambda **kw: fm.short_time_objective_intelligibility(fs=8000, extended=True, **kw), _noisy((3, 4800)),
+              _estoi_oracle, "short_time_objective_intelligibility", (3, 0)),
     "pesq": (_pesq_metric, _speech, _pesq_oracle, "perceptual_evaluation_speech_quality", (3, 0)),
 }
 

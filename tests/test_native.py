@@ -94,7 +94,7 @@ def test_wrong_buffers_and_targets_raise():
 
 @needs_native
 @pytest.mark.parametrize("frames", [30, 31, 45, 46, 200])  # 1, 2, 16, 17 and 171 windows: every lane remainder
-def test_stoi_windows_match_the_torch_windows(frames):
+def test_stoi_and_estoi_windows_match_the_torch_windows(frames):
     from fmetrics.audio import stoi as S
 
     g = torch.Generator().manual_seed(frames)
@@ -110,6 +110,13 @@ def test_stoi_windows_match_the_torch_windows(frames):
     want = S._stoi(tob).numpy()
     np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
     assert np.isnan(out[3]).any() and np.isnan(out[4, 0])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(out[2], 1.0, rtol=0, atol=1e-12)
+    # extended STOI: a constant row normalizes to zero; a window holding a NaN is NaN, as in the torch windows
+    _native.stoi_windows(tob.numpy(), out, 0.0, True)
+    want = S._estoi(tob).numpy()
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(want))
+    assert np.isnan(out[3]).any() and np.isnan(out[4, 0]) and not np.isnan(out[:3]).any()
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-14)
     np.testing.assert_allclose(out[2], 1.0, rtol=0, atol=1e-12)
 

@@ -421,12 +421,12 @@ def _stoi(tob: torch.Tensor) -> torch.Tensor:
     return (yp.mul_(xc).sum(-1) * clip / (ny * nx)).mean(1)
 
 
-def _native_stoi(tob: torch.Tensor) -> torch.Tensor:
-    """`_stoi` by `fmetrics._native` (eager, CPU), float64 ``(B, S)``: each window's sums in registers, the
-    windows of a band as vector lanes; the same terms in the same order as `_stoi` in float64 (the float32
-    envelopes are widened first: float32 values come out closer to pystoi's)."""
+def _native_windows(tob: torch.Tensor, extended: bool) -> torch.Tensor:
+    """`_stoi` / `_estoi` by `fmetrics._native` (eager, CPU), float64 ``(B, S)``: the windows of a band as vector
+    lanes, each window's sums in registers, nothing materialized; the same terms in the same order in float64
+    (float32 envelopes are widened first: float32 values come out closer to pystoi's)."""
     out = np.empty((tob.shape[0], tob.shape[-1] - N + 1))
-    _native.stoi_windows(tob.double().contiguous().numpy(), out, 1 + 10 ** (-BETA / 20))
+    _native.stoi_windows(tob.double().contiguous().numpy(), out, 1 + 10 ** (-BETA / 20), extended)
     return torch.from_numpy(out)
 
 
@@ -435,7 +435,7 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
 
     Each 15 x 30 window is centered and normalized per band (over frames),
     then centered per frame (over bands); the value is the mean over frames of
-    the column correlations. A constant row or column normalizes to zero.
+    the column correlations. A constant row or column normalizes to zero; a NaN envelope makes its windows NaN.
     Windows last, ``(B, 2, 15, S, N)``: the band reductions run over contiguous
     ``(S, N)`` planes.
     """
@@ -447,7 +447,7 @@ def _estoi(tob: torch.Tensor) -> torch.Tensor:
     dot = (w[:, 0] * w[:, 1]).sum(1)  # (B, S, N)
     sq = w.square_().sum(2)  # (B, 2, S, N): squared column norms (vector_norm over a middle axis is slow)
     den = (sq[:, 0] * sq[:, 1]).sqrt()
-    return torch.where(den > 0, dot / den, 0.0).mean(-1)
+    return torch.where(den == 0, 0.0, dot / den).mean(-1)  # a NaN column stays NaN (nan_strategy="disable")
 
 
 def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, plan, step: int) -> torch.Tensor:
@@ -462,7 +462,7 @@ def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, pla
     if z.is_cpu and not validation.traced():
         native = _native is not None and validation.eager_check_applies_to(z)  # where host reads are allowed
         tob = list(_cpu_envelopes(z, hann, first, second, step, _native_bands if native else None))
-        window = _native_stoi if native and not extended else window
+        window = functools.partial(_native_windows, extended=extended) if native else window
     else:
         tob = [_envelopes(_overlap_add(z, hann, first, second), hann)]
     d = [window(t) for t in tob]
