@@ -308,77 +308,87 @@ static int use_avx2 = 0;  /* set once at import */
 
 /* ------------------------------------------------------------ Python */
 
-typedef struct { Py_buffer x, a, b; int held; } Args;
+/* The buffers of a call's array arguments, C-contiguous with their formats; released by `release`. */
+typedef struct { Py_buffer b[3]; int held; } Bufs;
 
-static void release(Args *g) {
-    if (g->held > 0) PyBuffer_Release(&g->x);
-    if (g->held > 1) PyBuffer_Release(&g->a);
-    if (g->held > 2) PyBuffer_Release(&g->b);
+static void release(Bufs *g) {
+    while (g->held > 0) PyBuffer_Release(&g->b[--g->held]);
 }
 
-static int is_float64(const Py_buffer *b) {
-    return b->itemsize == 8 && b->format && b->format[0] == 'd' && b->format[1] == 0;
+/* Acquires objs[0 .. n - 1], writable where bit i of `writable` is set; on failure releases what it took. */
+static int acquire(Bufs *g, PyObject *const *objs, int n, int writable) {
+    g->held = 0;
+    for (int i = 0; i < n; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | ((writable >> i & 1) ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &g->b[i], flags) < 0) {
+            release(g);
+            return -1;
+        }
+        g->held++;
+    }
+    return 0;
 }
 
-static int is_int64(const Py_buffer *b) {
-    return b->itemsize == 8 && b->format && (b->format[0] == 'l' || b->format[0] == 'q') && b->format[1] == 0;
+static int is_format(const Py_buffer *b, const char *chars, Py_ssize_t itemsize) {
+    return b->itemsize == itemsize && b->format && b->format[0] && strchr(chars, b->format[0]) && b->format[1] == 0;
 }
+
+static int is_float64(const Py_buffer *b) { return is_format(b, "d", 8); }
+
+static int is_int64(const Py_buffer *b) { return is_format(b, "lq", 8); }
+
+static int is_real(const Py_buffer *b) { return is_format(b, "f", 4) || is_float64(b); }
+
+static int same_real(const Py_buffer *a, const Py_buffer *b) { return is_real(b) && a->format[0] == b->format[0]; }
 
 /* x: (N, C) float32 / float64 with C >= 1; a: (N,) int64; b: (N,) of x's dtype (argmax) or (3C,) int64 (counts). */
-static int parse(PyObject *args, Args *g, int counts) {
-    PyObject *ox, *oa, *ob;
-    g->held = 0;
-    if (!PyArg_ParseTuple(args, "OOO", &ox, &oa, &ob)) return -1;
-    if (PyObject_GetBuffer(ox, &g->x, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    g->held = 1;
-    if (PyObject_GetBuffer(oa, &g->a, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (counts ? 0 : PyBUF_WRITABLE)) < 0)
-        return -1;
-    g->held = 2;
-    if (PyObject_GetBuffer(ob, &g->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) return -1;
-    g->held = 3;
-    const char *f = g->x.format;
-    int ok = g->x.ndim == 2 && g->x.shape[1] >= 1 && f && f[1] == 0 &&
-             ((f[0] == 'f' && g->x.itemsize == 4) || (f[0] == 'd' && g->x.itemsize == 8)) &&
-             g->a.ndim == 1 && g->a.shape[0] == g->x.shape[0] && is_int64(&g->a) && g->b.ndim == 1;
-    if (ok && counts)
-        ok = is_int64(&g->b) && g->b.shape[0] == 3 * g->x.shape[1];
-    else if (ok)
-        ok = g->b.shape[0] == g->x.shape[0] && g->b.itemsize == g->x.itemsize && g->b.format && g->b.format[0] == f[0];
+static int parse(PyObject *args, Bufs *g, int counts) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]) || acquire(g, o, 3, counts ? 4 : 6) < 0) return -1;
+    const Py_buffer *x = &g->b[0], *a = &g->b[1], *b = &g->b[2];
+    int ok = x->ndim == 2 && x->shape[1] >= 1 && is_real(x) && a->ndim == 1 && a->shape[0] == x->shape[0] &&
+             is_int64(a) && b->ndim == 1 &&
+             (counts ? is_int64(b) && b->shape[0] == 3 * x->shape[1] : b->shape[0] == x->shape[0] && same_real(x, b));
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, counts
             ? "top1_counts(x, target, counts): x C-contiguous float32/float64 (N, C), target int64 (N,), counts int64 (3C,)"
             : "argmax_rows(x, labels, top): x C-contiguous float32/float64 (N, C), labels int64 (N,), top (N,) of x's dtype");
+        release(g);
         return -1;
     }
     return 0;
 }
 
 static PyObject *argmax_rows(PyObject *self, PyObject *args) {
-    Args g;
+    Bufs g;
     (void)self;
-    if (parse(args, &g, 0) < 0) { release(&g); return NULL; }
-    int64_t n = g.x.shape[0], c = g.x.shape[1];
-    int f32 = g.x.format[0] == 'f';
+    if (parse(args, &g, 0) < 0) return NULL;
+    const Py_buffer *x = &g.b[0];
+    int64_t n = x->shape[0], c = x->shape[1];
+    int f32 = x->format[0] == 'f';
+    void *labels = g.b[1].buf, *top = g.b[2].buf;
     Py_BEGIN_ALLOW_THREADS
 #ifdef FM_X86
     if (use_avx2 && c >= (f32 ? 8 : 4)) {
-        if (f32) argmax_f32_avx2(g.x.buf, n, c, g.a.buf, g.b.buf);
-        else argmax_f64_avx2(g.x.buf, n, c, g.a.buf, g.b.buf);
+        if (f32) argmax_f32_avx2(x->buf, n, c, labels, top);
+        else argmax_f64_avx2(x->buf, n, c, labels, top);
     } else
 #endif
-    if (f32) argmax_f32_c(g.x.buf, n, c, g.a.buf, g.b.buf);
-    else argmax_f64_c(g.x.buf, n, c, g.a.buf, g.b.buf);
+    if (f32) argmax_f32_c(x->buf, n, c, labels, top);
+    else argmax_f64_c(x->buf, n, c, labels, top);
     Py_END_ALLOW_THREADS
     release(&g);
     Py_RETURN_NONE;
 }
 
 static PyObject *top1_counts(PyObject *self, PyObject *args) {
-    Args g;
+    Bufs g;
     (void)self;
-    if (parse(args, &g, 1) < 0) { release(&g); return NULL; }
-    int64_t n = g.x.shape[0], c = g.x.shape[1], nan_rows = 0;
-    const int64_t *t = g.a.buf;
+    if (parse(args, &g, 1) < 0) return NULL;
+    const Py_buffer *x = &g.b[0];
+    int64_t n = x->shape[0], c = x->shape[1], nan_rows = 0;
+    const int64_t *t = g.b[1].buf;
+    int64_t *counts = g.b[2].buf;
     for (int64_t r = 0; r < n; r++) {  /* the caller checked the targets; an index outside the counts never runs */
         if (t[r] < 0 || t[r] >= c) {
             PyErr_Format(PyExc_ValueError, "top1_counts: target %lld at row %lld is not a label in [0, %lld)",
@@ -387,14 +397,14 @@ static PyObject *top1_counts(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
-    int f32 = g.x.format[0] == 'f';
+    int f32 = x->format[0] == 'f';
     Py_BEGIN_ALLOW_THREADS
 #ifdef FM_X86
     if (use_avx2 && c >= (f32 ? 8 : 4))
-        nan_rows = f32 ? counts_f32_avx2(g.x.buf, n, c, t, g.b.buf) : counts_f64_avx2(g.x.buf, n, c, t, g.b.buf);
+        nan_rows = f32 ? counts_f32_avx2(x->buf, n, c, t, counts) : counts_f64_avx2(x->buf, n, c, t, counts);
     else
 #endif
-    nan_rows = f32 ? counts_f32_c(g.x.buf, n, c, t, g.b.buf) : counts_f64_c(g.x.buf, n, c, t, g.b.buf);
+    nan_rows = f32 ? counts_f32_c(x->buf, n, c, t, counts) : counts_f64_c(x->buf, n, c, t, counts);
     Py_END_ALLOW_THREADS
     release(&g);
     return PyLong_FromLongLong(nan_rows);
@@ -403,31 +413,27 @@ static PyObject *top1_counts(PyObject *self, PyObject *args) {
 /* stoi_windows(tob, out, clip, extended=False): tob C-contiguous float64 (B, 2, 15, F), F >= 30; out float64
    (B, F - 29); extended STOI (clip unused) where extended. */
 static PyObject *stoi_windows(PyObject *self, PyObject *args) {
-    PyObject *ot, *oo;
+    PyObject *o[2];
     double clip;
     int extended = 0;
-    Py_buffer t, o;
+    Bufs g;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOd|p", &ot, &oo, &clip, &extended)) return NULL;
-    if (PyObject_GetBuffer(ot, &t, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&t);
-        return NULL;
-    }
-    int ok = t.ndim == 4 && t.shape[1] == 2 && t.shape[2] == STOI_BANDS && t.shape[3] >= STOI_N && is_float64(&t) &&
-             o.ndim == 2 && o.shape[0] == t.shape[0] && o.shape[1] == t.shape[3] - STOI_N + 1 && is_float64(&o);
+    if (!PyArg_ParseTuple(args, "OOd|p", &o[0], &o[1], &clip, &extended) || acquire(&g, o, 2, 2) < 0) return NULL;
+    const Py_buffer *t = &g.b[0], *out = &g.b[1];
+    int ok = t->ndim == 4 && t->shape[1] == 2 && t->shape[2] == STOI_BANDS && t->shape[3] >= STOI_N &&
+             is_float64(t) && out->ndim == 2 && out->shape[0] == t->shape[0] &&
+             out->shape[1] == t->shape[3] - STOI_N + 1 && is_float64(out);
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        if (extended) estoi_all(t.buf, t.shape[0], t.shape[3], o.buf);
-        else stoi_all(t.buf, t.shape[0], t.shape[3], clip, o.buf);
+        if (extended) estoi_all(t->buf, t->shape[0], t->shape[3], out->buf);
+        else stoi_all(t->buf, t->shape[0], t->shape[3], clip, out->buf);
         Py_END_ALLOW_THREADS
     } else {
         PyErr_SetString(PyExc_TypeError,
                         "stoi_windows(tob, out, clip, extended=False): tob C-contiguous float64 (B, 2, 15, F >= 30), "
                         "out float64 (B, F - 29)");
     }
-    PyBuffer_Release(&t);
-    PyBuffer_Release(&o);
+    release(&g);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -435,41 +441,27 @@ static PyObject *stoi_windows(PyObject *self, PyObject *args) {
 /* band_levels(spec, edges, out): spec C-contiguous float32 / float64 (M, F, bins, 2), edges int64 (B, 2) bin ranges
    within [0, bins), out of spec's dtype (M, B, F). */
 static PyObject *band_levels(PyObject *self, PyObject *args) {
-    PyObject *os, *oe, *oo;
-    Py_buffer sp, ed, o;
+    PyObject *o[3];
+    Bufs g;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO", &os, &oe, &oo)) return NULL;
-    if (PyObject_GetBuffer(os, &sp, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-    if (PyObject_GetBuffer(oe, &ed, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        PyBuffer_Release(&sp);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(oo, &o, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&sp);
-        PyBuffer_Release(&ed);
-        return NULL;
-    }
-    const char *f = sp.format;
-    int ok = sp.ndim == 4 && sp.shape[3] == 2 && f && f[1] == 0 &&
-             ((f[0] == 'f' && sp.itemsize == 4) || (f[0] == 'd' && sp.itemsize == 8)) && ed.ndim == 2 &&
-             ed.shape[1] == 2 && is_int64(&ed) && o.ndim == 3 && o.shape[0] == sp.shape[0] &&
-             o.shape[1] == ed.shape[0] && o.shape[2] == sp.shape[1] && o.itemsize == sp.itemsize && o.format &&
-             o.format[0] == f[0];
-    const int64_t *e = ed.buf;
-    for (Py_ssize_t b = 0; ok && b < ed.shape[0]; b++)
-        ok = 0 <= e[2 * b] && e[2 * b] <= e[2 * b + 1] && e[2 * b + 1] <= sp.shape[2];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]) || acquire(&g, o, 3, 4) < 0) return NULL;
+    const Py_buffer *sp = &g.b[0], *ed = &g.b[1], *out = &g.b[2];
+    int ok = sp->ndim == 4 && sp->shape[3] == 2 && is_real(sp) && ed->ndim == 2 && ed->shape[1] == 2 && is_int64(ed) &&
+             out->ndim == 3 && out->shape[0] == sp->shape[0] && out->shape[1] == ed->shape[0] &&
+             out->shape[2] == sp->shape[1] && same_real(sp, out);
+    const int64_t *e = ed->buf;
+    for (Py_ssize_t b = 0; ok && b < ed->shape[0]; b++)
+        ok = 0 <= e[2 * b] && e[2 * b] <= e[2 * b + 1] && e[2 * b + 1] <= sp->shape[2];
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        if (f[0] == 'f') bands_f32(sp.buf, sp.shape[0], sp.shape[1], sp.shape[2], e, ed.shape[0], o.buf);
-        else bands_f64(sp.buf, sp.shape[0], sp.shape[1], sp.shape[2], e, ed.shape[0], o.buf);
+        if (sp->format[0] == 'f') bands_f32(sp->buf, sp->shape[0], sp->shape[1], sp->shape[2], e, ed->shape[0], out->buf);
+        else bands_f64(sp->buf, sp->shape[0], sp->shape[1], sp->shape[2], e, ed->shape[0], out->buf);
         Py_END_ALLOW_THREADS
     } else {
         PyErr_SetString(PyExc_TypeError, "band_levels(spec, edges, out): spec C-contiguous float32/float64 (M, F, bins, 2), "
                                          "edges int64 (B, 2) ranges within [0, bins], out of spec's dtype (M, B, F)");
     }
-    PyBuffer_Release(&sp);
-    PyBuffer_Release(&ed);
-    PyBuffer_Release(&o);
+    release(&g);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
