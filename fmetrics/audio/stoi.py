@@ -44,7 +44,6 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-
 from fmetrics._kernels import native as _native  # the optional C kernels, or None
 from fmetrics.audio._mean import NanStrategy, check_bool, per_example_mean, signal_pair
 from fmetrics.metric import Metric

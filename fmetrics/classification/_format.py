@@ -60,7 +60,6 @@ import numpy as np
 import torch
 
 from fmetrics import validation
-
 from fmetrics._kernels import native as _native  # the optional C kernels, or None
 
 __all__ = [
@@ -308,8 +307,11 @@ def _host_argmax(scores: torch.Tensor, *others: torch.Tensor):
     float32 ~0.2 ms against ~0.9 ms) and a gather of the winners.
     """
     x = _host_scores(scores, *others)
-    if x is None:
-        return None
+    return None if x is None else _argmax_all(x)
+
+
+def _argmax_all(x: np.ndarray):
+    """``(labels, top)`` of C-contiguous numpy scores ``(N, C)`` by `_argmax_rows`, split by `_by_rows`."""
     labels, top = np.empty(x.shape[0], np.intp), np.empty(x.shape[0], x.dtype)
     _by_rows(lambda r: _argmax_rows(x[r], labels[r], top[r]), x.shape[0], x.size)
     return labels, top
@@ -363,10 +365,9 @@ def top1_counts(name: str, preds: torch.Tensor, target: torch.Tensor, num_classe
     x = _host_scores(preds, target)
     if x is None:
         return None
-    t, n = np.ascontiguousarray(target.numpy()), x.shape[0]
+    t = np.ascontiguousarray(target.numpy())
     if _native is None:
-        labels, top = np.empty(n, np.intp), np.empty(n, x.dtype)
-        _by_rows(lambda r: _argmax_rows(x[r], labels[r], top[r]), n, x.size)
+        labels, top = _argmax_all(x)
         with np.errstate(invalid="ignore"):  # +inf and -inf winners sum to NaN
             finite = math.isfinite(top.sum())
         if not finite:
@@ -377,7 +378,7 @@ def top1_counts(name: str, preds: torch.Tensor, target: torch.Tensor, num_classe
         counts = np.zeros(3 * num_classes, np.int64)
         return _native.top1_counts(x[rows], t[rows], counts), counts
 
-    parts = _by_rows(part, n, x.size)
+    parts = _by_rows(part, x.shape[0], x.size)
     _raise_nan(name, sum(nan for nan, _ in parts), "row")
     return parts[0][1] if len(parts) == 1 else np.sum([c for _, c in parts], axis=0)
 
