@@ -30,3 +30,38 @@ def law_device(request) -> torch.device:
         pytest.skip(f"--device {spelled}: no CUDA device here (torch.cuda.is_available() is False, torch "
                     f"{torch.__version__}); the CUDA law suite runs on a GPU machine (benchmarks/device_check.sh)")
     return device
+
+
+@pytest.fixture(scope="session")
+def lightning_ddp(tmp_path_factory) -> dict:
+    """What tests/_lightning_ddp.py wrote: one Lightning "ddp" launch (2 CPU processes) serving the retrieval
+    example, tests/test_lightning.py and tests/test_distributed_sharded.py (importing Lightning costs each
+    process ~8 s of CPU, so the suite launches it once).
+
+    Run once per test session: under pytest-xdist the first worker to ask runs it while holding a lock in the
+    workers' shared temporary root, and the others read its JSON (or the same failure) from there.
+    """
+    import json
+    import sys
+
+    from filelock import FileLock
+
+    from tests._dist import REPO, run_script
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this session (each one's basetemp is a folder in it)
+    out = root / "lightning_ddp.json"
+    with FileLock(str(out) + ".lock"):
+        if not out.is_file():
+            try:
+                run_script([sys.executable, os.path.join(REPO, "tests", "_lightning_ddp.py"), str(out)],
+                           timeout=420)
+                if not out.is_file():
+                    raise AssertionError("tests/_lightning_ddp.py exited 0 without writing its results")
+            except AssertionError as err:
+                out.write_text(json.dumps({"error": str(err)}))
+        logged = json.loads(out.read_text())
+    if "error" in logged:
+        pytest.fail(f"the Lightning DDP launch (tests/_lightning_ddp.py) failed:\n{logged['error']}")
+    return logged

@@ -462,10 +462,11 @@ def test_torch_metric_sync_is_checked():
 # ---------------------------------------------------------------- Lightning: self.log of a sharded TorchMetric
 
 
-def _lightning_main(out_path: str) -> None:
-    """Run as a script (Lightning's "ddp" re-launches it for rank 1): logs NDCG@5 and AUROC with sync="shard"."""
-    import json
+def lightning_sharded_results() -> dict:
+    """Run in a script (Lightning's "ddp" re-launches it for rank 1): logs NDCG@5 and AUROC with sync="shard".
 
+    The script is tests/_lightning_ddp.py, the suite's one Lightning DDP launch (the ``lightning_ddp`` fixture).
+    """
     import lightning as L
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -491,9 +492,7 @@ def _lightning_main(out_path: str) -> None:
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     logged = trainer.validate(Module(), DataLoader(dataset, batch_size=16, sampler=EvalSampler(dataset)),
                               verbose=False)[0]
-    if trainer.global_rank == 0:
-        with open(out_path, "w") as f:
-            json.dump({"world_size": trainer.world_size, **{k: float(v) for k, v in logged.items()}}, f)
+    return {"world_size": trainer.world_size, **{k: float(v) for k, v in logged.items()}}
 
 
 def _lightning_data():
@@ -503,23 +502,9 @@ def _lightning_data():
 
 
 @pytest.mark.distributed
-def test_lightning_logs_a_sharded_metric(tmp_path):
-    import json
-    import os
-    import sys
-
-    from tests._dist import run_script
-
-    out = tmp_path / "logged.json"
-    run_script([sys.executable, os.path.abspath(__file__), str(out)], timeout=300)
-    logged = json.loads(out.read_text())
+def test_lightning_logs_a_sharded_metric(lightning_ddp):
+    logged = lightning_ddp["sharded"]
     p, t, q = _lightning_data()
     assert logged["world_size"] == 2
     assert math.isclose(logged["ndcg"], float(fm.retrieval_normalized_dcg(top_k=5)(p, t, q)), rel_tol=1e-6)
     assert math.isclose(logged["auroc"], float(fm.binary_auroc()(p, t)), rel_tol=1e-6)
-
-
-if __name__ == "__main__":
-    import sys
-
-    _lightning_main(sys.argv[1])

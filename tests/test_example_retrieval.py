@@ -3,6 +3,11 @@
 Both print, per dataset and metric, the multi-process value beside the
 single-process value on the whole data; the scripts exit non-zero if they
 differ. Both train the same ranker the same way, so they print the same numbers.
+
+The custom loop runs as its own subprocess. The Lightning example runs as
+``__main__`` inside the suite's one Lightning DDP launch (tests/_lightning_ddp.py,
+the ``lightning_ddp`` fixture, shared with tests/test_lightning.py and
+tests/test_distributed_sharded.py), which records its stdout and how it exited.
 """
 import os
 import pathlib
@@ -12,28 +17,28 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SCRIPTS = ("retrieval_ddp.py", "retrieval_custom_loop.py")
 
 pytestmark = pytest.mark.distributed
 
 
 @pytest.fixture(scope="module")
-def outputs():
+def outputs(request):
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    procs = {name: subprocess.Popen([sys.executable, str(ROOT / "examples" / name)], cwd=ROOT, env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for name in SCRIPTS}
-    out = {}
-    for name, proc in procs.items():
-        try:
-            text, _ = proc.communicate(timeout=240)
-        except subprocess.TimeoutExpired:
-            for p in procs.values():
-                p.kill()
-            pytest.fail(f"examples/{name} did not finish in 240 s")
-        assert proc.returncode == 0, f"examples/{name} failed:\n{text[-4000:]}"
-        out[name] = text
-    return out
+    name = "retrieval_custom_loop.py"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / name)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        ddp = request.getfixturevalue("lightning_ddp")["retrieval_ddp"]  # while the custom loop runs
+        text, _ = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"examples/{name} did not finish in 240 s")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, f"examples/{name} failed:\n{text[-4000:]}"
+    assert ddp["exit"] is None, f"examples/retrieval_ddp.py failed: {ddp['exit']}\n{ddp['stdout'][-4000:]}"
+    return {name: text, "retrieval_ddp.py": ddp["stdout"]}
 
 
 def _table(text: str) -> dict:

@@ -2,20 +2,17 @@
 ``Trainer(accelerator="cpu", devices=2, strategy="ddp")`` logs the one-process value.
 
 Lightning's "ddp" strategy re-launches the running script for the other
-ranks, so the test runs this file as a script in a subprocess (a bounded
-timeout turns a hang into a failure); rank 0 writes what was logged to JSON.
-The same script also validates with Lightning's default sampler
+ranks, so `lightning_results` runs in a script in a subprocess (a bounded
+timeout turns a hang into a failure): tests/_lightning_ddp.py, the one
+Lightning DDP launch of the suite, which also runs the retrieval example and
+tests/test_distributed_sharded.py's Lightning job (the ``lightning_ddp``
+fixture of tests/conftest.py); rank 0 writes what was logged to JSON. The
+same job also validates with Lightning's default sampler
 (`DistributedSampler`, which pads 41 rows to 42 by repeating one), to show
 the bias that `adapters.distributed.EvalSampler` removes.
 """
-import json
-import os
-import sys
-
 import pytest
 import torch
-
-from tests._dist import run_script
 
 N = 41  # odd: DistributedSampler must repeat a row to give 2 ranks equal shards
 BATCH = 8
@@ -33,7 +30,8 @@ def _members():
     return {"acc": fm.binary_accuracy(), "auroc": fm.binary_auroc(), "ece": fm.binary_calibration_error(n_bins=5)}
 
 
-def main(out_path: str, devices: int) -> None:
+def lightning_results(devices: int) -> dict:
+    """What the modules below log on ``devices`` CPU processes (every rank returns its own view)."""
     import lightning as L
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -91,19 +89,15 @@ def main(out_path: str, devices: int) -> None:
                              verbose=False)[0]
     results["collection"] = {"epoch": epoch, "last_step": module.last_step,
                              "logged": {k: float(v) for k, v in trainer.logged_metrics.items()}}
-    if trainer.global_rank == 0:
-        with open(out_path, "w") as f:
-            json.dump({"world_size": trainer.world_size, **results}, f)
+    return {"world_size": trainer.world_size, **results}
 
 
 @pytest.mark.distributed
-def test_lightning_ddp_logs_the_one_process_value(tmp_path):
+def test_lightning_ddp_logs_the_one_process_value(lightning_ddp):
     from torchmetrics import MeanMetric
     from torchmetrics.classification import BinaryAccuracy, BinaryAUROC
 
-    out = tmp_path / "logged.json"
-    run_script([sys.executable, os.path.abspath(__file__), str(out), "2"], timeout=300)
-    logged = json.loads(out.read_text())
+    logged = lightning_ddp["lightning"]
     assert logged["world_size"] == 2
     p, t = _data()
     want = {"auroc": BinaryAUROC()(p, t).item(), "acc": BinaryAccuracy()(p, t).item(),
@@ -122,10 +116,6 @@ def test_lightning_ddp_logs_the_one_process_value(tmp_path):
     padded_p = torch.cat([p, p[:1]])
     assert logged["padded"]["mean"] == pytest.approx(padded_p.mean().item(), rel=1e-6)
     assert logged["padded"]["mean"] != pytest.approx(want["mean"], rel=1e-6)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
 
 
 # ---------------------------------------------------------------- a fit killed mid-epoch and resumed
