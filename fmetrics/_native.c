@@ -14,14 +14,20 @@
  * x: C-contiguous float32 / float64 (N, C); labels, target: int64 (N,); top: x's dtype (N,); counts: int64 (3C,).
  * On x86-64 the rows go through AVX2 where the CPU has it (checked once at import), elsewhere through portable C.
  *
- * Two stages of STOI (fmetrics/audio/stoi.py, docs/audio.md):
+ * STOI (fmetrics/audio/stoi.py, docs/audio.md):
  *
- *   band_levels(spec, edges, out)    out[m, b, j] = norm of the bins [edges[b, 0], edges[b, 1]) of spectrum
- *                                    spec[m, j] ((re, im) pairs), summed in float64
+ *   polyphase(x, w, pad, down, out, slot)
+ *                                    out[r, slot] = resample_poly's polyphase sums of row x[r] (w: the up phases'
+ *                                    filters, x padded by pad zeros), the resampling to 10 kHz
+ *   stoi_envelopes(z, first, second, window, edges, out)
+ *                                    out[e, s, b, j] = level of band b of STFT frame j of the overlap-added kept
+ *                                    frames of z[e, s]: frames, 512-point FFTs and band norms in one pass
  *   stoi_windows(tob, out, clip, extended=False)
  *                                    out[b, s] = (extended) STOI of the 30-frame window s of float64
  *                                    envelopes tob[b] (2, 15, F), clip = 1 + 10^(-beta / 20)
  *
+ * On x86-64 the STOI kernels are compiled for AVX2 + FMA (GCC's target_clones) and, the resampling and envelopes,
+ * for AVX-512 too; the CPU picks at import.
  * Every kernel releases the GIL (the top-1 path splits large batches over threads).
  */
 #define PY_SSIZE_T_CLEAN
@@ -279,37 +285,202 @@ STOI_CLONES static void estoi_all(const double *tob, int64_t b, int64_t f, doubl
     }
 }
 
-/* ------------------------------------------------------------ STOI band levels */
+/* ------------------------------------------------------------ STOI envelopes */
 
-/* out[e, b, j] = sqrt(sum over the bins [lo_b, hi_b) of |spec[e, j, bin]|^2), spec as (re, im) pairs; the sums in
-   float64 over 8 partial sums (vector lanes), whatever T. */
-#define BAND_LEVELS(NAME, T)                                                                                  \
-    STOI_CLONES static void NAME(const T *spec, int64_t m, int64_t f, int64_t bins, const int64_t *edges,     \
-                                 int64_t nb, T *out) {                                                        \
-        for (int64_t e = 0; e < m; e++)                                                                       \
-            for (int64_t j = 0; j < f; j++) {                                                                 \
-                const T *row = spec + (e * f + j) * bins * 2;                                                 \
-                for (int64_t b = 0; b < nb; b++) {                                                            \
-                    double acc[8] = {0};                                                                      \
-                    int64_t k = 2 * edges[2 * b], hi = 2 * edges[2 * b + 1];                                  \
-                    for (; k + 8 <= hi; k += 8)                                                               \
-                        for (int u = 0; u < 8; u++) acc[u] += (double)row[k + u] * row[k + u];                \
-                    for (int u = 0; k < hi; k++, u++) acc[u] += (double)row[k] * row[k];                      \
-                    out[(e * nb + b) * f + j] = (T)sqrt(((acc[0] + acc[1]) + (acc[2] + acc[3])) +             \
-                                                        ((acc[4] + acc[5]) + (acc[6] + acc[7])));             \
+enum { HOP = 128, HALF = 256 };  /* STOI's hop; half the 512-point FFT: its complex length */
+
+static double fft_cos[HALF / 2], fft_sin[HALF / 2];  /* e^{-2 pi i j / 256} = cos - i sin, j < 128 */
+static double rfft_cos[HALF + 1], rfft_sin[HALF + 1];  /* e^{-2 pi i k / 512}, k <= 256 */
+static int bitrev[HALF];  /* 8-bit reversal: where a decimation-in-frequency FFT leaves bin k */
+
+static void envelope_tables(void) {
+    for (int j = 0; j < HALF / 2; j++) fft_cos[j] = cos(2 * Py_MATH_PI * j / HALF), fft_sin[j] = sin(2 * Py_MATH_PI * j / HALF);
+    for (int k = 0; k <= HALF; k++) rfft_cos[k] = cos(Py_MATH_PI * k / HALF), rfft_sin[k] = sin(Py_MATH_PI * k / HALF);
+    for (int k = 0; k < HALF; k++) {
+        int r = 0;
+        for (int bit = 0; bit < 8; bit++) r |= (k >> bit & 1) << (7 - bit);
+        bitrev[k] = r;
+    }
+}
+
+#ifdef __GNUC__
+typedef float v8f __attribute__((vector_size(32)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef double v8d __attribute__((vector_size(64)));
+#define LOADV(V, p) ({ V v_; memcpy(&v_, (p), sizeof v_); v_; })  /* an unaligned load */
+#define STOREV(p, v) do { __typeof__(v) s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
+#else  /* one lane a "vector" */
+#define LOADV(V, p) (*(p))
+#define STOREV(p, v) (*(p) = (v))
+#endif
+
+/* STOI's one-third-octave envelopes of the overlap-added kept frames, out (E, 2, nb, F - 1): STFT frame j of signal
+   z[e, s] (t samples) is [w1 h_j, w2 h_{j+1}] with h_j = w1 c[o_j] + w2 c[p_j] (c[k] the k-th 128-sample chunk, zero
+   for k > F; o, p = first[e], second[e]; w1, w2 the window's halves: fmetrics.audio.stoi._overlap_add), zero-padded
+   to 512; level b the norm of its FFT's bins [edges[b, 0], edges[b, 1]).
+   VL frames at a time, one per vector lane: the real 512-point FFT as a 256-point complex FFT of the even and odd
+   samples (x[2m] + i x[2m + 1]: only m < 128 nonzero, so the first radix-2 stage is one product), decimation in
+   frequency, then each bin from the bins k and 256 - k (no shuffles across lanes: every lane its own frame). */
+#define STOI_ENVELOPES(NAME, T, V, VL, ATTR)                                                                  \
+    ATTR static void NAME(const T *z, int64_t e, int64_t t, int64_t f, const int64_t *first,                  \
+                          const int64_t *second, const T *win, const int64_t *edges, int64_t nb, T *out) {    \
+        static const T zero[HOP];                                                                             \
+        T w11[HOP], w12[HOP], w22[HOP], re[HALF * VL], im[HALF * VL];                                         \
+        for (int u = 0; u < HOP; u++) {                                                                       \
+            w11[u] = win[u] * win[u];                                                                         \
+            w12[u] = win[u] * win[HOP + u];                                                                   \
+            w22[u] = win[HOP + u] * win[HOP + u];                                                             \
+        }                                                                                                     \
+        int64_t frames = f - 1, total = e * 2 * frames;                                                       \
+        for (int64_t i0 = 0; i0 < total; i0 += VL) {                                                          \
+            for (int l = 0; l < VL; l++) {  /* lane l: the frame's samples, even in re, odd in im */          \
+                if (i0 + l >= total) {                                                                        \
+                    for (int m = 0; m < HALF / 2; m++) re[m * VL + l] = im[m * VL + l] = 0;                   \
+                    continue;                                                                                 \
+                }                                                                                             \
+                int64_t sig = (i0 + l) / frames, j = (i0 + l) % frames;                                       \
+                const T *c = z + sig * t;                                                                     \
+                const int64_t *o = first + sig / 2 * f, *p = second + sig / 2 * f;                           \
+                const T *a0 = o[j] <= f ? c + o[j] * HOP : zero, *b0 = p[j] <= f ? c + p[j] * HOP : zero;     \
+                const T *a1 = o[j + 1] <= f ? c + o[j + 1] * HOP : zero;                                      \
+                const T *b1 = p[j + 1] <= f ? c + p[j + 1] * HOP : zero;                                      \
+                for (int m = 0; m < HOP / 2; m++) {                                                           \
+                    int u = 2 * m;                                                                            \
+                    re[m * VL + l] = w11[u] * a0[u] + w12[u] * b0[u];                                         \
+                    im[m * VL + l] = w11[u + 1] * a0[u + 1] + w12[u + 1] * b0[u + 1];                         \
+                    re[(m + HOP / 2) * VL + l] = w12[u] * a1[u] + w22[u] * b1[u];                             \
+                    im[(m + HOP / 2) * VL + l] = w12[u + 1] * a1[u + 1] + w22[u + 1] * b1[u + 1];             \
                 }                                                                                             \
             }                                                                                                 \
+            for (int m = 0; m < HALF / 2; m++) {  /* first stage: the upper half is zero */                   \
+                V xr = LOADV(V, re + m * VL), xi = LOADV(V, im + m * VL);                                     \
+                T wc = (T)fft_cos[m], ws = (T)fft_sin[m];                                                     \
+                STOREV(re + (m + HALF / 2) * VL, xr * wc + xi * ws);                                          \
+                STOREV(im + (m + HALF / 2) * VL, xi * wc - xr * ws);                                          \
+            }                                                                                                 \
+            for (int span = HALF / 4; span >= 1; span /= 2)                                                   \
+                for (int g = 0; g < HALF; g += 2 * span)                                                      \
+                    for (int jj = 0; jj < span; jj++) {                                                       \
+                        T *ur = re + (g + jj) * VL, *ui = im + (g + jj) * VL;                                 \
+                        T *vr = ur + span * VL, *vi = ui + span * VL;                                         \
+                        V ar = LOADV(V, ur), ai = LOADV(V, ui), br = LOADV(V, vr), bi = LOADV(V, vi);         \
+                        V dr = ar - br, di = ai - bi;                                                         \
+                        T wc = (T)fft_cos[jj * (HALF / 2 / span)], ws = (T)fft_sin[jj * (HALF / 2 / span)];   \
+                        STOREV(ur, ar + br);                                                                  \
+                        STOREV(ui, ai + bi);                                                                  \
+                        STOREV(vr, dr * wc + di * ws);                                                        \
+                        STOREV(vi, di * wc - dr * ws);                                                        \
+                    }                                                                                         \
+            for (int64_t b = 0; b < nb; b++) {                                                                \
+                V acc = LOADV(V, zero);                                                                       \
+                for (int64_t k = edges[2 * b]; k < edges[2 * b + 1]; k++) {                                  \
+                    int kk = bitrev[k & (HALF - 1)], mk = bitrev[(HALF - k) & (HALF - 1)];                    \
+                    V zr = LOADV(V, re + kk * VL), zi = LOADV(V, im + kk * VL);                               \
+                    V cr = LOADV(V, re + mk * VL), ci = LOADV(V, im + mk * VL);                               \
+                    V er = (zr + cr) * (T)0.5, ei = (zi - ci) * (T)0.5;  /* the even samples' bin */          \
+                    V or_ = (zi + ci) * (T)0.5, oi = (cr - zr) * (T)0.5;  /* the odd samples' */              \
+                    T tc = (T)rfft_cos[k], ts = (T)rfft_sin[k];                                               \
+                    V xr = er + or_ * tc + oi * ts, xi = ei + oi * tc - or_ * ts;                             \
+                    acc += xr * xr + xi * xi;                                                                 \
+                }                                                                                             \
+                T lanes[VL];                                                                                  \
+                STOREV(lanes, acc);                                                                           \
+                for (int l = 0; l < VL && i0 + l < total; l++) {                                              \
+                    int64_t sig = (i0 + l) / frames, j = (i0 + l) % frames;                                   \
+                    out[(sig * nb + b) * frames + j] = (T)sqrt(lanes[l]);                                     \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
     }
 
-BAND_LEVELS(bands_f32, float)
-BAND_LEVELS(bands_f64, double)
+#ifdef __GNUC__
+STOI_ENVELOPES(envelopes_f32, float, v8f, 8, STOI_CLONES)
+STOI_ENVELOPES(envelopes_f64, double, v4d, 4, STOI_CLONES)
+#else
+STOI_ENVELOPES(envelopes_f32, float, float, 1, )
+STOI_ENVELOPES(envelopes_f64, double, double, 1, )
+#endif
 
-static int use_avx2 = 0;  /* set once at import */
+/* ------------------------------------------------------------ STOI resampling */
+
+/* resample_poly's polyphase sum over rows x (rows, n): out[r, up q + ph] = sum_i w[ph, i] xp[q down + i] for
+   up q + ph < n_out, xp = the row after pad zeros (zeros past its end). wt (groups, k, PG): the up phases' filters
+   (rows past up zero) in groups of PG, tap-major, group g nonzero within taps [lo[g], hi[g]).
+   The padded row is first cut in its down phases, X[p][q] = xp[q down + p] (scratch: down rows of len), so that
+   consecutive outputs of one phase read consecutive entries, xp[q down + i] = X[i % down][q + i / down]: two vectors
+   of V (VL lanes each) hold 2 VL consecutive outputs of a phase, and the PG phases of a group read the same entries
+   for a tap: per tap two loads, PG broadcasts and 2 PG independent multiply-adds (no sums across lanes). */
+enum { PG = 5 };  /* 10 accumulators, 2 loads and 5 broadcasts: within AVX2's 16 registers */
+
+#define POLYPHASE(NAME, T, V, VL, ATTR)                                                                       \
+    ATTR static void NAME(const T *x, int64_t rows, int64_t n, const T *wt, int64_t up, int64_t k,     \
+                                 const int64_t *lo, const int64_t *hi, int64_t pad, int64_t down, T *out,     \
+                                 int64_t n_out, int64_t stride, T *scratch, int64_t len) {                    \
+        for (int64_t r = 0; r < rows; r++) {                                                                  \
+            const T *xr = x + r * n;                                                                          \
+            int64_t q1 = (pad + down - 1) / down, q2 = (n + pad) / down; /* q1 <= q < q2: xp[q down ..] in x */ \
+            q2 = q2 < q1 ? q1 : q2 > len ? len : q2;                                                          \
+            for (int64_t q = 0; q < len; q++) {                                                               \
+                if (q == q1)                                                                                  \
+                    for (; q < q2; q++)  /* x read in order */                                                \
+                        for (int64_t p = 0; p < down; p++) scratch[p * len + q] = xr[q * down + p - pad];     \
+                if (q == len) break;                                                                          \
+                for (int64_t p = 0; p < down; p++) {                                                          \
+                    int64_t at = q * down + p - pad;                                                          \
+                    scratch[p * len + q] = at >= 0 && at < n ? xr[at] : 0;                                    \
+                }                                                                                             \
+            }                                                                                                 \
+            T *o = out + r * stride;                                                                          \
+            for (int64_t q0 = 0; q0 < (n_out + up - 1) / up; q0 += 2 * VL)                                   \
+                for (int64_t g = 0; g * PG < up; g++) {                                                       \
+                    V a0[PG], a1[PG];  /* two arrays, not one: each small enough to live in registers */     \
+                    for (int h = 0; h < PG; h++) a0[h] = a1[h] = (V){0};                                      \
+                    int64_t p = lo[g] % down, d = lo[g] / down;                                               \
+                    for (int64_t i = lo[g]; i < hi[g]; i++) {                                                 \
+                        const T *v = scratch + p * len + q0 + d, *wi = wt + (g * k + i) * PG;                 \
+                        V x0 = LOADV(V, v), x1 = LOADV(V, v + VL);                                            \
+                        for (int h = 0; h < PG; h++) {                                                        \
+                            a0[h] += wi[h] * x0;                                                              \
+                            a1[h] += wi[h] * x1;                                                              \
+                        }                                                                                     \
+                        if (++p == down) p = 0, d++;                                                          \
+                    }                                                                                         \
+                    T lanes[PG][2 * VL];                                                                      \
+                    for (int h = 0; h < PG; h++) {                                                            \
+                        V v0 = a0[h], v1 = a1[h];  /* copies: a0, a1 are never addressed */                   \
+                        memcpy(lanes[h], &v0, sizeof v0);                                                     \
+                        memcpy(lanes[h] + VL, &v1, sizeof v1);                                                \
+                    }                                                                                         \
+                    for (int h = 0; h < PG && g * PG + h < up; h++) {                                         \
+                        int64_t ph = g * PG + h, count = (n_out - ph + up - 1) / up;                          \
+                        for (int64_t u = 0; u < 2 * VL && q0 + u < count; u++) o[up * (q0 + u) + ph] = lanes[h][u]; \
+                    }                                                                                         \
+                }                                                                                             \
+        }                                                                                                     \
+    }
+
+#ifdef __GNUC__
+POLYPHASE(polyphase_f32, float, v8f, 8, STOI_CLONES)
+POLYPHASE(polyphase_f64, double, v4d, 4, STOI_CLONES)
+#else
+POLYPHASE(polyphase_f32, float, float, 1, )
+POLYPHASE(polyphase_f64, double, double, 1, )
+#endif
+#if defined(FM_X86) && !defined(__clang__) && __GNUC__ >= 12  /* AVX-512: vectors of 64 bytes in 32 registers */
+#define FM_AVX512 1
+POLYPHASE(polyphase_f32_avx512, float, v16f, 16, __attribute__((target("arch=x86-64-v4"))))
+POLYPHASE(polyphase_f64_avx512, double, v8d, 8, __attribute__((target("arch=x86-64-v4"))))
+STOI_ENVELOPES(envelopes_f32_avx512, float, v16f, 16, __attribute__((target("arch=x86-64-v4"))))
+STOI_ENVELOPES(envelopes_f64_avx512, double, v8d, 8, __attribute__((target("arch=x86-64-v4"))))
+#endif
+
+static int use_avx2 = 0, use_avx512 = 0;  /* set once at import */
 
 /* ------------------------------------------------------------ Python */
 
 /* The buffers of a call's array arguments, C-contiguous with their formats; released by `release`. */
-typedef struct { Py_buffer b[3]; int held; } Bufs;
+typedef struct { Py_buffer b[6]; int held; } Bufs;
 
 static void release(Bufs *g) {
     while (g->held > 0) PyBuffer_Release(&g->b[--g->held]);
@@ -438,42 +609,136 @@ static PyObject *stoi_windows(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* band_levels(spec, edges, out): spec C-contiguous float32 / float64 (M, F, bins, 2), edges int64 (B, 2) bin ranges
-   within [0, bins), out of spec's dtype (M, B, F). */
-static PyObject *band_levels(PyObject *self, PyObject *args) {
-    PyObject *o[3];
+/* stoi_envelopes(z, first, second, window, edges, out): z C-contiguous float32 / float64 (E, 2, T), first and second
+   int64 (E, F) chunk indices (> F: a zero chunk; none negative), F >= 2 and (F + 1) 128 <= T, window (256,) of z's
+   dtype, edges int64 (B, 2) bin ranges within [0, 257], out of z's dtype (E, 2, B, F - 1). */
+static PyObject *stoi_envelopes(PyObject *self, PyObject *args) {
+    PyObject *o[6];
     Bufs g;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2]) || acquire(&g, o, 3, 4) < 0) return NULL;
-    const Py_buffer *sp = &g.b[0], *ed = &g.b[1], *out = &g.b[2];
-    int ok = sp->ndim == 4 && sp->shape[3] == 2 && is_real(sp) && ed->ndim == 2 && ed->shape[1] == 2 && is_int64(ed) &&
-             out->ndim == 3 && out->shape[0] == sp->shape[0] && out->shape[1] == ed->shape[0] &&
-             out->shape[2] == sp->shape[1] && same_real(sp, out);
-    const int64_t *e = ed->buf;
-    for (Py_ssize_t b = 0; ok && b < ed->shape[0]; b++)
-        ok = 0 <= e[2 * b] && e[2 * b] <= e[2 * b + 1] && e[2 * b + 1] <= sp->shape[2];
-    if (ok) {
-        Py_BEGIN_ALLOW_THREADS
-        if (sp->format[0] == 'f') bands_f32(sp->buf, sp->shape[0], sp->shape[1], sp->shape[2], e, ed->shape[0], out->buf);
-        else bands_f64(sp->buf, sp->shape[0], sp->shape[1], sp->shape[2], e, ed->shape[0], out->buf);
-        Py_END_ALLOW_THREADS
-    } else {
-        PyErr_SetString(PyExc_TypeError, "band_levels(spec, edges, out): spec C-contiguous float32/float64 (M, F, bins, 2), "
-                                         "edges int64 (B, 2) ranges within [0, bins], out of spec's dtype (M, B, F)");
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5]) || acquire(&g, o, 6, 32) < 0)
+        return NULL;
+    const Py_buffer *z = &g.b[0], *fi = &g.b[1], *se = &g.b[2], *win = &g.b[3], *ed = &g.b[4], *out = &g.b[5];
+    int ok = z->ndim == 3 && z->shape[1] == 2 && is_real(z) && fi->ndim == 2 && is_int64(fi) && se->ndim == 2 &&
+             is_int64(se) && fi->shape[0] == z->shape[0] && se->shape[0] == z->shape[0] && fi->shape[1] >= 2 &&
+             se->shape[1] == fi->shape[1] && (fi->shape[1] + 1) * HOP <= z->shape[2] && win->ndim == 1 &&
+             win->shape[0] == 2 * HOP && same_real(z, win) && ed->ndim == 2 && ed->shape[1] == 2 && is_int64(ed) &&
+             out->ndim == 4 && out->shape[0] == z->shape[0] && out->shape[1] == 2 && out->shape[2] == ed->shape[0] &&
+             out->shape[3] == fi->shape[1] - 1 && same_real(z, out);
+    const int64_t *e = ed->buf, *a = fi->buf, *b = se->buf;
+    for (Py_ssize_t k = 0; ok && k < ed->shape[0]; k++)
+        ok = 0 <= e[2 * k] && e[2 * k] <= e[2 * k + 1] && e[2 * k + 1] <= HALF + 1;
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "stoi_envelopes(z, first, second, window, edges, out): z C-contiguous "
+                                         "float32/float64 (E, 2, T), first and second int64 (E, F) with F >= 2 and "
+                                         "(F + 1) 128 <= T, window (256,) of z's dtype, edges int64 (B, 2) ranges "
+                                         "within [0, 257], out of z's dtype (E, 2, B, F - 1)");
+        release(&g);
+        return NULL;
     }
+    int64_t f = fi->shape[1], count = fi->shape[0] * f;
+    for (int64_t i = 0; i < count; i++)
+        if (a[i] < 0 || b[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "stoi_envelopes: chunk index %lld < 0", (long long)(a[i] < 0 ? a[i] : b[i]));
+            release(&g);
+            return NULL;
+        }
+    Py_BEGIN_ALLOW_THREADS
+#ifdef FM_AVX512
+    if (use_avx512 && z->format[0] == 'f')
+        envelopes_f32_avx512(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
+    else if (use_avx512)
+        envelopes_f64_avx512(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
+    else
+#endif
+    if (z->format[0] == 'f') envelopes_f32(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
+    else envelopes_f64(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
+    Py_END_ALLOW_THREADS
     release(&g);
-    if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
-/* simd() -> the kernel in use; simd(name) selects "c" or "avx2" (where the CPU has it) and returns the previous. */
+/* polyphase(x, w, pad, down, out, slot): x C-contiguous float32 / float64 (R, n), w (up, k) and out (R, S, n_out) of
+   x's dtype, pad >= 0, down >= 1, 0 <= slot < S: out[:, slot] = resample_poly's polyphase sums of the rows. */
+static PyObject *polyphase(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    long long pad, down, slot;
+    Bufs g;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOLLOL", &o[0], &o[1], &pad, &down, &o[2], &slot) || acquire(&g, o, 3, 4) < 0)
+        return NULL;
+    const Py_buffer *x = &g.b[0], *w = &g.b[1], *out = &g.b[2];
+    int ok = x->ndim == 2 && is_real(x) && w->ndim == 2 && w->shape[0] >= 1 && w->shape[1] >= 1 && same_real(x, w) &&
+             out->ndim == 3 && out->shape[0] == x->shape[0] && same_real(x, out) && pad >= 0 && down >= 1 &&
+             slot >= 0 && slot < out->shape[1];
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "polyphase(x, w, pad, down, out, slot): x C-contiguous float32/float64 (R, n), "
+                                         "w (up, k) and out (R, S, n_out) of x's dtype, pad >= 0, down >= 1, "
+                                         "0 <= slot < S");
+        release(&g);
+        return NULL;
+    }
+    int64_t up = w->shape[0], k = w->shape[1], n_out = out->shape[2], size = x->itemsize, groups = (up + PG - 1) / PG;
+    int64_t len = (n_out + up - 1) / up + 2 * 16 + k / down + 1;  /* the last block's columns: at most 2 x 16 lanes */
+    int64_t *lo = PyMem_Malloc(2 * groups * sizeof(int64_t));
+    char *wt = PyMem_Calloc(groups * k * PG, size), *scratch = PyMem_Malloc(down * len * size);
+    if (!lo || !wt || !scratch) {
+        PyMem_Free(lo);
+        PyMem_Free(wt);
+        PyMem_Free(scratch);
+        release(&g);
+        return PyErr_NoMemory();
+    }
+    int64_t *hi = lo + groups;
+    for (int64_t gr = 0; gr < groups; gr++) lo[gr] = k, hi[gr] = 0;
+    for (int64_t ph = 0; ph < up; ph++)  /* wt[ph / PG, i, ph % PG] = w[ph, i]; each group's nonzero taps */
+        for (int64_t i = 0; i < k; i++) {
+            const char *src = (const char *)w->buf + (ph * k + i) * size;
+            int64_t gr = ph / PG;
+            memcpy(wt + ((gr * k + i) * PG + ph % PG) * size, src, size);
+            if (size == 4 ? *(const float *)src != 0 : *(const double *)src != 0) {
+                lo[gr] = i < lo[gr] ? i : lo[gr];
+                hi[gr] = i + 1 > hi[gr] ? i + 1 : hi[gr];
+            }
+        }
+    int64_t rows = x->shape[0], n = x->shape[1], stride = out->shape[1] * n_out;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef FM_AVX512
+    if (use_avx512 && size == 4)
+        polyphase_f32_avx512(x->buf, rows, n, (const float *)wt, up, k, lo, hi, pad, down,
+                             (float *)out->buf + slot * n_out, n_out, stride, (float *)scratch, len);
+    else if (use_avx512)
+        polyphase_f64_avx512(x->buf, rows, n, (const double *)wt, up, k, lo, hi, pad, down,
+                             (double *)out->buf + slot * n_out, n_out, stride, (double *)scratch, len);
+    else
+#endif
+    if (size == 4)
+        polyphase_f32(x->buf, rows, n, (const float *)wt, up, k, lo, hi, pad, down, (float *)out->buf + slot * n_out,
+                      n_out, stride, (float *)scratch, len);
+    else
+        polyphase_f64(x->buf, rows, n, (const double *)wt, up, k, lo, hi, pad, down,
+                      (double *)out->buf + slot * n_out, n_out, stride, (double *)scratch, len);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(lo);
+    PyMem_Free(wt);
+    PyMem_Free(scratch);
+    release(&g);
+    Py_RETURN_NONE;
+}
+
+/* simd() -> the kernels in use: "avx512" (AVX-512 resampling and envelopes, AVX2 rows), "avx2" or "c" (portable C rows;
+   the STOI kernels of GCC's target_clones still pick their target by the CPU); simd(name) selects one of those the
+   CPU has and returns the previous. */
 static PyObject *simd(PyObject *self, PyObject *args) {
-    const char *name = NULL, *was = use_avx2 ? "avx2" : "c";
+    const char *name = NULL, *was = use_avx512 ? "avx512" : use_avx2 ? "avx2" : "c";
     (void)self;
     if (!PyArg_ParseTuple(args, "|s", &name)) return NULL;
-    if (name && strcmp(name, "c") == 0) use_avx2 = 0;
+    if (name && strcmp(name, "c") == 0) use_avx2 = use_avx512 = 0;
 #ifdef FM_X86
-    else if (name && strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2")) use_avx2 = 1;
+    else if (name && strcmp(name, "avx2") == 0 && __builtin_cpu_supports("avx2")) use_avx2 = 1, use_avx512 = 0;
+#endif
+#ifdef FM_AVX512
+    else if (name && strcmp(name, "avx512") == 0 && __builtin_cpu_supports("x86-64-v4")) use_avx2 = use_avx512 = 1;
 #endif
     else if (name) return PyErr_Format(PyExc_ValueError, "simd: %s is not available here", name);
     return PyUnicode_FromString(was);
@@ -484,20 +749,27 @@ static PyMethodDef methods[] = {
     {"top1_counts", top1_counts, METH_VARARGS, "top1_counts(x, target, counts) -> NaN rows: adds target, argmax and hit counts."},
     {"stoi_windows", stoi_windows, METH_VARARGS,
      "stoi_windows(tob, out, clip, extended=False): (extended) STOI of every 30-frame window, float64."},
-    {"band_levels", band_levels, METH_VARARGS, "band_levels(spec, edges, out): the norm of each band's bins, per frame."},
-    {"simd", simd, METH_VARARGS, "simd([name]) -> 'avx2' or 'c': the row kernel in use (selects name, returning the previous)."},
+    {"stoi_envelopes", stoi_envelopes, METH_VARARGS,
+     "stoi_envelopes(z, first, second, window, edges, out): one-third-octave envelopes of the kept frames."},
+    {"polyphase", polyphase, METH_VARARGS, "polyphase(x, w, pad, down, out, slot): resample_poly's polyphase sums."},
+    {"simd", simd, METH_VARARGS,
+     "simd([name]) -> 'avx512', 'avx2' or 'c': the kernels in use (selects name, returning the previous)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "fmetrics' fused row kernels.", -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
+    envelope_tables();
 #ifdef FM_X86
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2");
+#ifdef FM_AVX512
+    use_avx512 = use_avx2 && __builtin_cpu_supports("x86-64-v4");
+#endif
 #endif
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "VERSION", 2) < 0) {  /* fmetrics/_kernels.py's VERSION */
+    if (m && PyModule_AddIntConstant(m, "VERSION", 3) < 0) {  /* fmetrics/_kernels.py's VERSION */
         Py_DECREF(m);
         return NULL;
     }

@@ -1,6 +1,7 @@
 """fmetrics._native: the fused row kernels of the eager CPU top-1 path against numpy's row ``argmax`` and
-``bincount`` on every width from 1 to 40 and wider, in both dtypes and on both kernels (AVX2, portable C); STOI's
-window stage against the torch windows in float64 (pystoi parity on both paths: tests/test_audio_stoi.py)."""
+``bincount`` on every width from 1 to 40 and wider, in both dtypes and on every kernel the CPU has (AVX-512, AVX2,
+portable C); STOI's resampling against scipy's ``resample_poly``, its envelopes and windows against the torch
+stages (pystoi parity on both paths: tests/test_audio_stoi.py)."""
 import shutil
 import sysconfig
 
@@ -21,11 +22,12 @@ def test_the_kernels_are_built_where_a_compiler_is():
 needs_native = pytest.mark.skipif(_native is None, reason="fmetrics._native was not built")
 
 
-@pytest.fixture(params=["avx2", "c"])
+@pytest.fixture(params=["avx512", "avx2", "c"])
 def simd(request):
-    if request.param == "avx2" and _native.simd() != "avx2":
-        pytest.skip("no AVX2 here")
-    was = _native.simd(request.param)
+    try:
+        was = _native.simd(request.param)
+    except ValueError:
+        pytest.skip(f"no {request.param} here")
     yield request.param
     _native.simd(was)
 
@@ -132,30 +134,81 @@ def test_stoi_windows_refuse_wrong_buffers():
 
 @needs_native
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_band_levels_match_the_torch_band_norms(dtype):
+def test_envelopes_match_the_torch_frames_ffts_and_band_norms(dtype, simd):
+    """Frames, FFTs and band levels in one pass against `_overlap_add`, `torch.fft.rfft` and the band norms (float64
+    torch); dropped frames, a partial last lane block, every bin range (0 to 257 bins)."""
     from fmetrics.audio import stoi as S
 
-    g = torch.Generator().manual_seed(3)
-    spec = torch.randn(3, 2, 41, 257, generator=g, dtype=dtype) * torch.logspace(0, -4, 257, dtype=dtype)
-    spec = torch.complex(spec, torch.randn(spec.shape, generator=g, dtype=dtype))
-    spec[0, 1] = 0  # a silent frame range: level 0
-    got = S._native_bands(spec)
-    assert got.dtype == dtype and got.shape == (3, 2, 15, 41)
-    want = S._bands(spec.to(torch.complex128))  # float64 sums, as the kernel's
-    torch.testing.assert_close(got.double(), want, rtol=1e-15 if dtype == torch.float64 else 1e-7, atol=0)
-    assert not got[0, 1].any()
+    g = torch.Generator().manual_seed(2)
+    b, frames = 3, 23  # 3 x 2 x 22 = 132 frames: not a multiple of 4, 8 or 16 lanes
+    z = torch.randn(b, 2, (frames + 1) * S.HOP + 77, generator=g, dtype=torch.float64)
+    z[1, 1] *= torch.logspace(0, -4, z.shape[-1], dtype=torch.float64)  # levels down by 80 dB
+    energy = torch.rand(b, frames, generator=g, dtype=torch.float64)
+    energy[0, ::3] = 1e-12  # every third frame dropped (more than 40 dB down)
+    energy[2, 5:] = 1e-12  # all but five dropped: the rest read zero chunks
+    first, second, kept = S._kept_frames(energy)
+    assert kept.tolist() == [15, 23, 5]
+    edges = np.array([[0, 0], [0, 1], [1, 3], [7, 30], [100, 257], [256, 257], *S.BAND_EDGES[-2:]], np.int64)
+    out = torch.empty(b, 2, len(edges), frames - 1, dtype=dtype)
+    _native.stoi_envelopes(z.to(dtype).numpy(), first.numpy(), second.numpy(), S.HANN.to(dtype).numpy(), edges,
+                           out.numpy())
+    halves = S._overlap_add(z.to(dtype).double(), S.HANN, first, second)
+    spec = torch.view_as_real(torch.fft.rfft(halves.flatten(-2).unfold(-1, 256, 128) * S.HANN, n=512, dim=-1))
+    want = torch.stack([torch.linalg.vector_norm(spec[..., lo:hi, :], dim=(-2, -1)) for lo, hi in edges], -2)
+    assert not out[..., 0, :].any() and (want[..., 1:, :] > 0).any()
+    scale = want.amax(-1, keepdim=True)  # each band's loudest frame: the FFT's error is relative to it
+    tol = 1e-13 if dtype == torch.float64 else 3e-6
+    torch.testing.assert_close(out.double() / scale.clamp_min(1e-300), want / scale.clamp_min(1e-300), rtol=0,
+                               atol=tol)
 
 
 @needs_native
-def test_band_levels_refuse_wrong_buffers_and_edges():
-    spec, out = np.zeros((2, 5, 9, 2)), np.zeros((2, 3, 5))
-    edges = np.array([[0, 2], [2, 5], [5, 9]])
-    _native.band_levels(spec, edges, out)
-    for args in ((spec.astype(np.float32), edges, out), (spec, edges.astype(np.int32), out), (spec, edges[:2], out),
-                 (spec, np.array([[0, 2], [2, 5], [5, 10]]), out), (spec, np.array([[0, 2], [3, 2], [5, 9]]), out),
-                 (spec, edges, np.zeros((2, 3, 4)))):
-        with pytest.raises(TypeError, match="band_levels"):
-            _native.band_levels(*args)
+def test_envelopes_refuse_wrong_buffers_and_indices():
+    from fmetrics.audio import stoi as S
+
+    z, first, hann = np.zeros((2, 2, 5 * 128)), np.zeros((2, 4), np.int64), S.HANN.numpy()
+    edges, out = np.array([[0, 2], [2, 257]], np.int64), np.zeros((2, 2, 2, 3))
+    _native.stoi_envelopes(z, first, first, hann, edges, out)
+    for args in ((z.astype(np.float32), first, first, hann, edges, out), (z[:, :, :-1].copy(), first, first, hann, edges, out),
+                 (z, first.astype(np.int32), first, hann, edges, out), (z, first, first[:, :3].copy(), hann, edges, out),
+                 (z, first, first, hann[:128].copy(), edges, out), (z, first, first, hann, np.array([[0, 258]]), out),
+                 (z, first, first, hann, np.array([[3, 2], [2, 5]]), out), (z, first, first, hann, edges, out[..., :2].copy())):
+        with pytest.raises(TypeError, match="stoi_envelopes"):
+            _native.stoi_envelopes(*args)
+    with pytest.raises(ValueError, match="chunk index -1 < 0"):
+        _native.stoi_envelopes(z, first - 1, first, hann, edges, out)
+
+
+@needs_native
+@pytest.mark.parametrize("fs", [8000, 16000, 22050, 44100])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_polyphase_matches_scipy_resample_poly(fs, dtype, simd):
+    """The resampling to 10 kHz against scipy's ``resample_poly`` with pystoi's filter: every phase, both signal
+    ends (partial last lane blocks), rows written into one slot of a wider output."""
+    from scipy.signal import resample_poly
+
+    from fmetrics.audio import stoi as S
+
+    up, down, h = S.resample_filter(fs)
+    _, _, pad, w = S._polyphase(fs)
+    x = np.random.default_rng(fs).standard_normal((3, fs // 7 + 13))
+    x[1, :40] = 0  # a silent start
+    want = np.stack([resample_poly(r, up, down, window=h / up) for r in x])
+    out = np.full((3, 2, want.shape[-1]), np.nan, dtype)
+    _native.polyphase(x.astype(dtype), w[:, 0].numpy().astype(dtype), pad, down, out, 1)
+    assert np.isnan(out[:, 0]).all()  # the other slot untouched
+    np.testing.assert_allclose(out[:, 1], want, rtol=0, atol=1e-13 if dtype == np.float64 else 2e-5)
+
+
+@needs_native
+def test_polyphase_refuses_wrong_buffers():
+    x, w, out = np.zeros((2, 50)), np.ones((5, 9)), np.zeros((2, 1, 30))
+    _native.polyphase(x, w, 3, 8, out, 0)
+    for args in ((x.astype(np.float32), w, 3, 8, out, 0), (x, w.astype(np.float32), 3, 8, out, 0),
+                 (x, w, -1, 8, out, 0), (x, w, 3, 0, out, 0), (x, w, 3, 8, out, 1), (x, w, 3, 8, out[:1], 0),
+                 (x, w[:0], 3, 8, out, 0)):
+        with pytest.raises(TypeError, match="polyphase"):
+            _native.polyphase(*args)
 
 
 def test_an_out_of_date_build_is_left_out_with_a_warning(monkeypatch):

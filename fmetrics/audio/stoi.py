@@ -148,9 +148,11 @@ def resample(x, fs: int, plan=None) -> torch.Tensor:
     if plan is None:
         return torch.stack(xs, 1).reshape(-1, n) if isinstance(x, tuple) else x
     up, down, pad, toeplitz = plan
+    n_out = -(-n * up // down)
+    if _native_applies(xs[0]):
+        return _native_resample(xs, fs, n_out)
     toeplitz = toeplitz.to(dtype=xs[0].dtype, device=xs[0].device)
     terms, width, cols = toeplitz.shape
-    n_out = -(-n * up // down)
     blocks = -(-n_out // cols)
     if not validation.traced():
         return _resample_views(xs, toeplitz, pad, blocks).reshape(-1, blocks * cols)[:, :n_out]
@@ -204,6 +206,27 @@ def _resample_views(xs, toeplitz: torch.Tensor, pad: int, blocks: int) -> torch.
                 edge = edge + rows[:, :, j:j + count] @ toeplitz[j]
             out[:, :, first:first + count] = edge
     return out
+
+
+def _native_applies(x: torch.Tensor) -> bool:
+    """Whether the `fmetrics._native` kernels run on ``x``: built, eager, on the CPU, where host reads are allowed."""
+    return _native is not None and x.is_cpu and validation.eager_check_applies_to(x)
+
+
+@functools.lru_cache(maxsize=None)
+def _native_taps(fs: int, dtype: torch.dtype) -> np.ndarray:
+    """`_polyphase`'s ``(up, K)`` filters in ``dtype``, contiguous, for `fmetrics._native.polyphase`."""
+    return _polyphase(fs)[3][:, 0].to(dtype).contiguous().numpy()
+
+
+def _native_resample(xs, fs: int, n_out: int) -> torch.Tensor:
+    """`resample` by `fmetrics._native` (eager, CPU): the polyphase sums themselves (no block-Toeplitz zeros), the
+    outputs of a phase as vector lanes, the phases sharing each tap's loads; ``(B k, n_out)``."""
+    _, down, pad, _ = _polyphase(fs)
+    out = xs[0].new_empty(xs[0].shape[0], len(xs), n_out)
+    for i, x in enumerate(xs):
+        _native.polyphase(x.contiguous().numpy(), _native_taps(fs, x.dtype), pad, down, out.numpy(), i)
+    return out.reshape(-1, n_out)
 
 
 @functools.lru_cache(maxsize=None)
@@ -317,8 +340,7 @@ def _overlap_add(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: 
     return torch.nn.functional.embedding_bag(index.reshape(-1, 2), table, mode="sum").reshape(b, 2, frames, HOP)
 
 
-def _cpu_envelopes(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor, step: int,
-                   bands=None):
+def _cpu_envelopes(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor, step: int):
     """`_envelopes` of the overlap-added signals (`_overlap_add`), eager on the CPU: ``(step, 2, 15, F - 1)``
     per pass of ``step`` examples (a generator; the FFTs of all passes in a row, then the windows per pass,
     measured 5-10% faster than each pass's windows after its FFT).
@@ -355,7 +377,7 @@ def _cpu_envelopes(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second
         left, right = out[..., :HOP], out[..., HOP:N_FRAME]
         torch.mul(a[:, :, :-1], w11, out=left).addcmul_(c[:, :, :-1], w12)
         torch.mul(a[:, :, 1:], w12, out=right).addcmul_(c[:, :, 1:], w22)
-        yield (bands or _bands)(torch.fft.rfft(out, dim=-1))
+        yield _bands(torch.fft.rfft(out, dim=-1))
 
 
 def _envelopes(h: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -374,11 +396,14 @@ def _bands(spec: torch.Tensor) -> torch.Tensor:
 _EDGES = np.array(BAND_EDGES, dtype=np.int64)
 
 
-def _native_bands(spec: torch.Tensor) -> torch.Tensor:
-    """`_bands` by `fmetrics._native` (eager, CPU): one pass over each frame's bins, the sums in float64."""
-    parts = torch.view_as_real(spec)
-    out = parts.new_empty(*parts.shape[:-3], NUMBAND, parts.shape[-3])
-    _native.band_levels(parts.reshape(-1, *parts.shape[-3:]).numpy(), _EDGES, out.view(-1, *out.shape[-2:]).numpy())
+def _native_envelopes(z: torch.Tensor, w: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    """`_envelopes` of the overlap-added kept frames of ``(B, 2, time)`` signals (`_overlap_add`) by
+    `fmetrics._native` (eager, CPU): ``(B, 2, 15, F - 1)``, in one pass: each windowed frame built from the
+    signals' chunks, its 512-point FFT (one frame per vector lane) and its band levels, in registers and L1."""
+    b, frames = first.shape
+    out = z.new_empty(b, 2, NUMBAND, frames - 1)
+    _native.stoi_envelopes(z.contiguous().numpy(), first.contiguous().numpy(), second.contiguous().numpy(),
+                           w.contiguous().numpy(), _EDGES, out.numpy())
     return out
 
 
@@ -458,10 +483,11 @@ def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, pla
     z = z.reshape(-1, 2, z.shape[-1])
     first, second, kept = _kept_frames(_frame_energy(z[:, 0], hann, frame_count(z.shape[-1])))
     window = _estoi if extended else _stoi
-    if z.is_cpu and not validation.traced():
-        native = _native is not None and validation.eager_check_applies_to(z)  # where host reads are allowed
-        tob = list(_cpu_envelopes(z, hann, first, second, step, _native_bands if native else None))
-        window = functools.partial(_native_windows, extended=extended) if native else window
+    if _native_applies(z):
+        tob = [_native_envelopes(z, hann, first, second)]
+        window = functools.partial(_native_windows, extended=extended)
+    elif z.is_cpu and not validation.traced():
+        tob = list(_cpu_envelopes(z, hann, first, second, step))
     else:
         tob = [_envelopes(_overlap_add(z, hann, first, second), hann)]
     d = [window(t) for t in tob]
