@@ -93,9 +93,12 @@ def _kill(procs) -> None:
         p.join(5)
 
 
-# imported once by the fork server, before it forks any rank (a module that is missing is skipped)
+# imported once by the fork server, before it forks any rank (a module that is missing is skipped).
+# torchmetrics (~4 s of CPU: it pulls in transformers, librosa, onnxruntime, matplotlib) is imported by every
+# rank that builds a TorchMetric or runs the registered cases: importing it here once per test process saves
+# that in each of those ranks.
 _PRELOAD = ["torch", "torch.distributed", "numpy", "fmetrics", "fmetrics.testing", "adapters", "adapters.distributed",
-            "tests._dist", "tests.cases"]
+            "tests._dist", "tests.cases", "torchmetrics", "adapters.torch_metric"]
 
 
 def _context():
