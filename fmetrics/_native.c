@@ -167,7 +167,7 @@ enum { STOI_N = 30, STOI_BANDS = 15, LANES = 32, ESTOI_LANES = 32 };
 #endif
 
 #if defined(FM_X86) && !defined(__clang__) && __GNUC__ >= 12  /* target_clones("arch=x86-64-v3"): GCC 12 on */
-#define STOI_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))  /* AVX2 + FMA where the CPU has them */
+#define STOI_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))  /* AVX2 + FMA where the CPU has them */
 #else
 #define STOI_CLONES
 #endif
@@ -413,45 +413,54 @@ STOI_ENVELOPES(envelopes_f64, double, double, 1, )
    for a tap: per tap two loads, PG broadcasts and 2 PG independent multiply-adds (no sums across lanes). */
 enum { PG = 5 };  /* 10 accumulators, 2 loads and 5 broadcasts: within AVX2's 16 registers */
 
+#ifdef __GNUC__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
+/* One block: lanes[h][u] = output q0 + u (u < 2 VL) of phase g PG + h. Its own function, so that its 2 PG
+   accumulators get the registers to themselves. */
+#define POLYPHASE_BLOCK(NAME, T, V, VL, ATTR)                                                                 \
+    ATTR NOINLINE static void NAME(const T *scratch, int64_t len, int64_t down, const T *wt, int64_t lo,      \
+                                   int64_t hi, T lanes[PG][2 * VL]) {                                         \
+        V a0[PG], a1[PG];  /* two arrays, not one: each small enough to be kept in registers */               \
+        for (int h = 0; h < PG; h++) a0[h] = a1[h] = (V){0};                                                  \
+        int64_t p = lo % down, d = lo / down;                                                                 \
+        for (int64_t i = lo; i < hi; i++) {                                                                   \
+            const T *v = scratch + p * len + d, *wi = wt + i * PG;                                            \
+            V x0 = LOADV(V, v), x1 = LOADV(V, v + VL);                                                        \
+            for (int h = 0; h < PG; h++) {                                                                    \
+                a0[h] += wi[h] * x0;                                                                          \
+                a1[h] += wi[h] * x1;                                                                          \
+            }                                                                                                 \
+            if (++p == down) p = 0, d++;                                                                      \
+        }                                                                                                     \
+        for (int h = 0; h < PG; h++) {                                                                        \
+            V v0 = a0[h], v1 = a1[h];  /* copies: a0, a1 are never addressed */                               \
+            memcpy(lanes[h], &v0, sizeof v0);                                                                 \
+            memcpy(lanes[h] + VL, &v1, sizeof v1);                                                            \
+        }                                                                                                     \
+    }
+
 #define POLYPHASE(NAME, T, V, VL, ATTR)                                                                       \
-    ATTR static void NAME(const T *x, int64_t rows, int64_t n, const T *wt, int64_t up, int64_t k,     \
-                                 const int64_t *lo, const int64_t *hi, int64_t pad, int64_t down, T *out,     \
-                                 int64_t n_out, int64_t stride, T *scratch, int64_t len) {                    \
+    POLYPHASE_BLOCK(NAME##_block, T, V, VL, ATTR)                                                             \
+    ATTR static void NAME(const T *x, int64_t rows, int64_t n, const T *wt, int64_t up, int64_t k,            \
+                          const int64_t *lo, const int64_t *hi, int64_t pad, int64_t down, T *out,            \
+                          int64_t n_out, int64_t stride, T *scratch, int64_t len) {                           \
         for (int64_t r = 0; r < rows; r++) {                                                                  \
             const T *xr = x + r * n;                                                                          \
-            int64_t q1 = (pad + down - 1) / down, q2 = (n + pad) / down; /* q1 <= q < q2: xp[q down ..] in x */ \
-            q2 = q2 < q1 ? q1 : q2 > len ? len : q2;                                                          \
-            for (int64_t q = 0; q < len; q++) {                                                               \
-                if (q == q1)                                                                                  \
-                    for (; q < q2; q++)  /* x read in order */                                                \
-                        for (int64_t p = 0; p < down; p++) scratch[p * len + q] = xr[q * down + p - pad];     \
-                if (q == len) break;                                                                          \
-                for (int64_t p = 0; p < down; p++) {                                                          \
-                    int64_t at = q * down + p - pad;                                                          \
-                    scratch[p * len + q] = at >= 0 && at < n ? xr[at] : 0;                                    \
-                }                                                                                             \
-            }                                                                                                 \
+            for (int64_t c0 = 0; c0 < len; c0 += 64)  /* 64 columns at a time: their samples stay in L1 */    \
+                for (int64_t p = 0; p < down; p++)                                                            \
+                    for (int64_t q = c0; q < c0 + 64 && q < len; q++) {                                       \
+                        int64_t at = q * down + p - pad;                                                      \
+                        scratch[p * len + q] = at >= 0 && at < n ? xr[at] : 0;                                \
+                    }                                                                                         \
             T *o = out + r * stride;                                                                          \
-            for (int64_t q0 = 0; q0 < (n_out + up - 1) / up; q0 += 2 * VL)                                   \
+            for (int64_t q0 = 0; q0 < (n_out + up - 1) / up; q0 += 2 * VL)                                    \
                 for (int64_t g = 0; g * PG < up; g++) {                                                       \
-                    V a0[PG], a1[PG];  /* two arrays, not one: each small enough to live in registers */     \
-                    for (int h = 0; h < PG; h++) a0[h] = a1[h] = (V){0};                                      \
-                    int64_t p = lo[g] % down, d = lo[g] / down;                                               \
-                    for (int64_t i = lo[g]; i < hi[g]; i++) {                                                 \
-                        const T *v = scratch + p * len + q0 + d, *wi = wt + (g * k + i) * PG;                 \
-                        V x0 = LOADV(V, v), x1 = LOADV(V, v + VL);                                            \
-                        for (int h = 0; h < PG; h++) {                                                        \
-                            a0[h] += wi[h] * x0;                                                              \
-                            a1[h] += wi[h] * x1;                                                              \
-                        }                                                                                     \
-                        if (++p == down) p = 0, d++;                                                          \
-                    }                                                                                         \
                     T lanes[PG][2 * VL];                                                                      \
-                    for (int h = 0; h < PG; h++) {                                                            \
-                        V v0 = a0[h], v1 = a1[h];  /* copies: a0, a1 are never addressed */                   \
-                        memcpy(lanes[h], &v0, sizeof v0);                                                     \
-                        memcpy(lanes[h] + VL, &v1, sizeof v1);                                                \
-                    }                                                                                         \
+                    NAME##_block(scratch + q0, len, down, wt + g * k * PG, lo[g], hi[g], lanes);              \
                     for (int h = 0; h < PG && g * PG + h < up; h++) {                                         \
                         int64_t ph = g * PG + h, count = (n_out - ph + up - 1) / up;                          \
                         for (int64_t u = 0; u < 2 * VL && q0 + u < count; u++) o[up * (q0 + u) + ph] = lanes[h][u]; \
