@@ -394,14 +394,6 @@ typedef double v8d __attribute__((vector_size(64)));
         }                                                                                                     \
     }
 
-#ifdef __GNUC__
-STOI_ENVELOPES(envelopes_f32, float, v8f, 8, STOI_CLONES)
-STOI_ENVELOPES(envelopes_f64, double, v4d, 4, STOI_CLONES)
-#else
-STOI_ENVELOPES(envelopes_f32, float, float, 1, )
-STOI_ENVELOPES(envelopes_f64, double, double, 1, )
-#endif
-
 /* ------------------------------------------------------------ STOI resampling */
 
 /* resample_poly's polyphase sum over rows x (rows, n): out[r, up q + ph] = sum_i w[ph, i] xp[q down + i] for
@@ -469,19 +461,21 @@ enum { PG = 5 };  /* 10 accumulators, 2 loads and 5 broadcasts: within AVX2's 16
         }                                                                                                     \
     }
 
+/* Both kernels in both dtypes, VF / VD the vectors of float / double with LF / LD lanes. */
+#define STOI_KERNELS(SUFFIX, VF, LF, VD, LD, ATTR)                     \
+    POLYPHASE(polyphase_f32##SUFFIX, float, VF, LF, ATTR)              \
+    POLYPHASE(polyphase_f64##SUFFIX, double, VD, LD, ATTR)             \
+    STOI_ENVELOPES(envelopes_f32##SUFFIX, float, VF, LF, ATTR)         \
+    STOI_ENVELOPES(envelopes_f64##SUFFIX, double, VD, LD, ATTR)
+
 #ifdef __GNUC__
-POLYPHASE(polyphase_f32, float, v8f, 8, STOI_CLONES)
-POLYPHASE(polyphase_f64, double, v4d, 4, STOI_CLONES)
+STOI_KERNELS(, v8f, 8, v4d, 4, STOI_CLONES)
 #else
-POLYPHASE(polyphase_f32, float, float, 1, )
-POLYPHASE(polyphase_f64, double, double, 1, )
+STOI_KERNELS(, float, 1, double, 1, )
 #endif
 #if defined(FM_X86) && !defined(__clang__) && __GNUC__ >= 12  /* AVX-512: vectors of 64 bytes in 32 registers */
 #define FM_AVX512 1
-POLYPHASE(polyphase_f32_avx512, float, v16f, 16, __attribute__((target("arch=x86-64-v4"))))
-POLYPHASE(polyphase_f64_avx512, double, v8d, 8, __attribute__((target("arch=x86-64-v4"))))
-STOI_ENVELOPES(envelopes_f32_avx512, float, v16f, 16, __attribute__((target("arch=x86-64-v4"))))
-STOI_ENVELOPES(envelopes_f64_avx512, double, v8d, 8, __attribute__((target("arch=x86-64-v4"))))
+STOI_KERNELS(_avx512, v16f, 16, v8d, 8, __attribute__((target("arch=x86-64-v4"))))
 #endif
 
 static int use_avx2 = 0, use_avx512 = 0;  /* set once at import */
