@@ -289,12 +289,12 @@ STOI_CLONES static void estoi_all(const double *tob, int64_t b, int64_t f, doubl
 
 enum { HOP = 128, HALF = 256 };  /* STOI's hop; half the 512-point FFT: its complex length */
 
-static double fft_cos[HALF / 2], fft_sin[HALF / 2];  /* e^{-2 pi i j / 256} = cos - i sin, j < 128 */
+static double fft_cos[HALF], fft_sin[HALF];  /* e^{-2 pi i j / 256} = cos - i sin */
 static double rfft_cos[HALF + 1], rfft_sin[HALF + 1];  /* e^{-2 pi i k / 512}, k <= 256 */
 static int bitrev[HALF];  /* 8-bit reversal: where a decimation-in-frequency FFT leaves bin k */
 
 static void envelope_tables(void) {
-    for (int j = 0; j < HALF / 2; j++) fft_cos[j] = cos(2 * Py_MATH_PI * j / HALF), fft_sin[j] = sin(2 * Py_MATH_PI * j / HALF);
+    for (int j = 0; j < HALF; j++) fft_cos[j] = cos(2 * Py_MATH_PI * j / HALF), fft_sin[j] = sin(2 * Py_MATH_PI * j / HALF);
     for (int k = 0; k <= HALF; k++) rfft_cos[k] = cos(Py_MATH_PI * k / HALF), rfft_sin[k] = sin(Py_MATH_PI * k / HALF);
     for (int k = 0; k < HALF; k++) {
         int r = 0;
@@ -309,11 +309,20 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef float v16f __attribute__((vector_size(64)));
 typedef double v8d __attribute__((vector_size(64)));
 #define LOADV(V, p) ({ V v_; memcpy(&v_, (p), sizeof v_); v_; })  /* an unaligned load */
-#define STOREV(p, v) do { __typeof__(v) s_ = (v); memcpy((p), &s_, sizeof s_); } while (0)
+#define STOREV(p, v) do { __typeof__(v) stored_ = (v); memcpy((p), &stored_, sizeof stored_); } while (0)
 #else  /* one lane a "vector" */
 #define LOADV(V, p) (*(p))
 #define STOREV(p, v) (*(p) = (v))
 #endif
+
+/* (xr + i xi) e^{-2 pi i m / 256} stored at (pr, pi). */
+#define TWIDDLE(V, T, pr, pi, xr, xi, m)                                              \
+    do {                                                                              \
+        V xr_ = (xr), xi_ = (xi);                                                     \
+        T cos_ = (T)fft_cos[m], sin_ = (T)fft_sin[m];                                 \
+        STOREV(pr, xr_ * cos_ + xi_ * sin_);                                          \
+        STOREV(pi, xi_ * cos_ - xr_ * sin_);                                          \
+    } while (0)
 
 /* STOI's one-third-octave envelopes of the overlap-added kept frames, out (E, 2, nb, F - 1): STFT frame j of signal
    z[e, s] (t samples) is [w1 h_j, w2 h_{j+1}] with h_j = w1 c[o_j] + w2 c[p_j] (c[k] the k-th 128-sample chunk, zero
@@ -321,7 +330,8 @@ typedef double v8d __attribute__((vector_size(64)));
    to 512; level b the norm of its FFT's bins [edges[b, 0], edges[b, 1]).
    VL frames at a time, one per vector lane: the real 512-point FFT as a 256-point complex FFT of the even and odd
    samples (x[2m] + i x[2m + 1]: only m < 128 nonzero, so the first radix-2 stage is one product), decimation in
-   frequency, then each bin from the bins k and 256 - k (no shuffles across lanes: every lane its own frame). */
+   frequency (then radix 4: two stages a pass over the buffer), then each bin from the bins k and 256 - k (no
+   shuffles across lanes: every lane its own frame). */
 #define STOI_ENVELOPES(NAME, T, V, VL, ATTR)                                                                  \
     ATTR static void NAME(const T *z, int64_t e, int64_t t, int64_t f, const int64_t *first,                  \
                           const int64_t *second, const T *win, const int64_t *edges, int64_t nb, T *out) {    \
@@ -359,19 +369,31 @@ typedef double v8d __attribute__((vector_size(64)));
                 STOREV(re + (m + HALF / 2) * VL, xr * wc + xi * ws);                                          \
                 STOREV(im + (m + HALF / 2) * VL, xi * wc - xr * ws);                                          \
             }                                                                                                 \
-            for (int span = HALF / 4; span >= 1; span /= 2)                                                   \
-                for (int g = 0; g < HALF; g += 2 * span)                                                      \
-                    for (int jj = 0; jj < span; jj++) {                                                       \
-                        T *ur = re + (g + jj) * VL, *ui = im + (g + jj) * VL;                                 \
-                        T *vr = ur + span * VL, *vi = ui + span * VL;                                         \
-                        V ar = LOADV(V, ur), ai = LOADV(V, ui), br = LOADV(V, vr), bi = LOADV(V, vi);         \
-                        V dr = ar - br, di = ai - bi;                                                         \
-                        T wc = (T)fft_cos[jj * (HALF / 2 / span)], ws = (T)fft_sin[jj * (HALF / 2 / span)];   \
-                        STOREV(ur, ar + br);                                                                  \
-                        STOREV(ui, ai + bi);                                                                  \
-                        STOREV(vr, dr * wc + di * ws);                                                        \
-                        STOREV(vi, di * wc - dr * ws);                                                        \
+            for (int q = HALF / 8; q >= 2; q /= 4)  /* two radix-2 stages at once (spans 2q, q) */          \
+                for (int g = 0; g < HALF; g += 4 * q)                                                         \
+                    for (int j = 0; j < q; j++) {                                                             \
+                        T *pr = re + (g + j) * VL, *pi = im + (g + j) * VL;                                   \
+                        V ar = LOADV(V, pr), ai = LOADV(V, pi), br = LOADV(V, pr + q * VL);                   \
+                        V bi = LOADV(V, pi + q * VL), cr = LOADV(V, pr + 2 * q * VL);                         \
+                        V ci = LOADV(V, pi + 2 * q * VL), dr = LOADV(V, pr + 3 * q * VL);                     \
+                        V di = LOADV(V, pi + 3 * q * VL);                                                     \
+                        V t1r = ar + cr, t1i = ai + ci, t2r = br + dr, t2i = bi + di;                         \
+                        V t3r = ar - cr, t3i = ai - ci, t4r = br - dr, t4i = bi - di;                         \
+                        int w = j * (HALF / 4 / q);  /* W_{4q}^j = W_256^w */                                 \
+                        STOREV(pr, t1r + t2r);                                                                \
+                        STOREV(pi, t1i + t2i);                                                                \
+                        TWIDDLE(V, T, pr + q * VL, pi + q * VL, t1r - t2r, t1i - t2i, 2 * w);                 \
+                        TWIDDLE(V, T, pr + 2 * q * VL, pi + 2 * q * VL, t3r + t4i, t3i - t4r, w);             \
+                        TWIDDLE(V, T, pr + 3 * q * VL, pi + 3 * q * VL, t3r - t4i, t3i + t4r, 3 * w);         \
                     }                                                                                         \
+            for (int g = 0; g < HALF; g += 2) {  /* the last stage: span 1, no twiddle */                    \
+                V ar = LOADV(V, re + g * VL), ai = LOADV(V, im + g * VL);                                     \
+                V br = LOADV(V, re + (g + 1) * VL), bi = LOADV(V, im + (g + 1) * VL);                         \
+                STOREV(re + g * VL, ar + br);                                                                 \
+                STOREV(im + g * VL, ai + bi);                                                                 \
+                STOREV(re + (g + 1) * VL, ar - br);                                                           \
+                STOREV(im + (g + 1) * VL, ai - bi);                                                           \
+            }                                                                                                 \
             for (int64_t b = 0; b < nb; b++) {                                                                \
                 V acc = LOADV(V, zero);                                                                       \
                 for (int64_t k = edges[2 * b]; k < edges[2 * b + 1]; k++) {                                  \
