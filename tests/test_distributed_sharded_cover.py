@@ -15,6 +15,7 @@ import fmetrics as fm
 from adapters import distributed
 from tests._dist import spawn
 from tests.test_distributed_sharded import SCENARIOS, _cuts, _local_state
+from tests.test_distributed_sharded_more import WORLDS
 
 
 # ---------------------------------------------------------------- AMI: a failing rank does not hang the others
@@ -74,20 +75,22 @@ def _check_details(results):
     _check([[(cid, _plain(got), _plain(ref), *rest) for cid, got, ref, *rest in per_rank] for per_rank in results])
 
 
+# as in tests/test_distributed_sharded_more.py: the default run takes one rotating scenario per (configuration,
+# data kind) pair, the slow job every (configuration, kind, scenario) on 2 and 3 ranks
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_sharded_micro_and_extended_detection_equal_one_process(world):
+@pytest.mark.parametrize("world, every", WORLDS)
+def test_sharded_micro_and_extended_detection_equal_one_process(world, every):
     from tests.test_distributed_sharded_more import DET_KINDS, _detection_body, _images
 
-    _check_details(spawn(_detection_body, world, 61 + world, DETECTION, DET_KINDS, _images, timeout=300))
+    _check_details(spawn(_detection_body, world, 61 + world, DETECTION, DET_KINDS, _images, every, timeout=300))
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_sharded_micro_and_extended_segm_equal_one_process(world):
+@pytest.mark.parametrize("world, every", WORLDS)
+def test_sharded_micro_and_extended_segm_equal_one_process(world, every):
     from tests.test_distributed_sharded_more import SEGM_KINDS, _detection_body, _masked
 
-    _check_details(spawn(_detection_body, world, 71 + world, SEGM, SEGM_KINDS, _masked, timeout=300))
+    _check_details(spawn(_detection_body, world, 71 + world, SEGM, SEGM_KINDS, _masked, every, timeout=300))
 
 
 def _oracle_detection_body(rank, world):

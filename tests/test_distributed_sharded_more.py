@@ -388,13 +388,15 @@ def _images(seed: int, kind: str):
     return preds, target
 
 
-def _detection_body(rank, world, seed, configs=DETECTION, kinds=DET_KINDS, images=_images):
+def _detection_body(rank, world, seed, configs=DETECTION, kinds=DET_KINDS, images=_images, every=True):
     out = []
     for i, kw in enumerate(configs):
         m = fm.mean_average_precision(**kw)
         assert distributed.shardable(m)
         for j, kind in enumerate(kinds):
             for k, scenario in enumerate(SCENARIOS):
+                if not _covered(i, j, k, every):
+                    continue
                 rng = random.Random(f"{seed}/d{i}/{j}/{k}")
                 preds, target = images(seed * 1000 + i * 100 + j * 10 + k, kind)
                 cuts = _cuts(len(preds), world, scenario, rng)
@@ -410,9 +412,9 @@ def _detection_body(rank, world, seed, configs=DETECTION, kinds=DET_KINDS, image
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_sharded_detection_equals_one_process(world):
-    _check(spawn(_detection_body, world, 41 + world, timeout=300))
+@pytest.mark.parametrize("world, every", WORLDS)
+def test_sharded_detection_equals_one_process(world, every):
+    _check(spawn(_detection_body, world, 41 + world, DETECTION, DET_KINDS, _images, every, timeout=300))
 
 
 SEGM = [dict(iou_type="segm"), dict(iou_type="segm", class_metrics=True, max_detection_thresholds=[1, 3, 100]),
@@ -448,9 +450,9 @@ def _masked(seed: int, kind: str):
 
 
 @pytest.mark.distributed
-@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
-def test_sharded_segm_detection_equals_one_process(world):
-    _check(spawn(_detection_body, world, 51 + world, SEGM, SEGM_KINDS, _masked, timeout=300))
+@pytest.mark.parametrize("world, every", WORLDS)
+def test_sharded_segm_detection_equals_one_process(world, every):
+    _check(spawn(_detection_body, world, 51 + world, SEGM, SEGM_KINDS, _masked, every, timeout=300))
 
 
 @pytest.mark.distributed
