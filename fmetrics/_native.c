@@ -363,12 +363,9 @@ typedef double v8d __attribute__((vector_size(64)));
                     im[(m + HOP / 2) * VL + l] = w12[u + 1] * a1[u + 1] + w22[u + 1] * b1[u + 1];             \
                 }                                                                                             \
             }                                                                                                 \
-            for (int m = 0; m < HALF / 2; m++) {  /* first stage: the upper half is zero */                   \
-                V xr = LOADV(V, re + m * VL), xi = LOADV(V, im + m * VL);                                     \
-                T wc = (T)fft_cos[m], ws = (T)fft_sin[m];                                                     \
-                STOREV(re + (m + HALF / 2) * VL, xr * wc + xi * ws);                                          \
-                STOREV(im + (m + HALF / 2) * VL, xi * wc - xr * ws);                                          \
-            }                                                                                                 \
+            for (int m = 0; m < HALF / 2; m++)  /* first stage: the upper half is zero */                     \
+                TWIDDLE(V, T, re + (m + HALF / 2) * VL, im + (m + HALF / 2) * VL, LOADV(V, re + m * VL),      \
+                        LOADV(V, im + m * VL), m);                                                            \
             for (int q = HALF / 8; q >= 2; q /= 4)  /* two radix-2 stages at once (spans 2q, q) */          \
                 for (int g = 0; g < HALF; g += 4 * q)                                                         \
                     for (int j = 0; j < q; j++) {                                                             \
