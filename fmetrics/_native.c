@@ -499,6 +499,23 @@ STOI_KERNELS(_avx512, v16f, 16, v8d, 8, __attribute__((target("arch=x86-64-v4"))
 
 static int use_avx2 = 0, use_avx512 = 0;  /* set once at import */
 
+/* KERNEL##_f32 / _f64 (f32: x's dtype), their AVX-512 builds where selected, called with the arguments. */
+#ifdef FM_AVX512
+#define STOI_CALL(KERNEL, f32, ...)                                                   \
+    do {                                                                              \
+        if (use_avx512 && (f32)) KERNEL##_f32_avx512(__VA_ARGS__);                    \
+        else if (use_avx512) KERNEL##_f64_avx512(__VA_ARGS__);                        \
+        else if (f32) KERNEL##_f32(__VA_ARGS__);                                      \
+        else KERNEL##_f64(__VA_ARGS__);                                               \
+    } while (0)
+#else
+#define STOI_CALL(KERNEL, f32, ...)                                                   \
+    do {                                                                              \
+        if (f32) KERNEL##_f32(__VA_ARGS__);                                           \
+        else KERNEL##_f64(__VA_ARGS__);                                               \
+    } while (0)
+#endif
+
 /* ------------------------------------------------------------ Python */
 
 /* The buffers of a call's array arguments, C-contiguous with their formats; released by `release`. */
@@ -666,15 +683,8 @@ static PyObject *stoi_envelopes(PyObject *self, PyObject *args) {
             return NULL;
         }
     Py_BEGIN_ALLOW_THREADS
-#ifdef FM_AVX512
-    if (use_avx512 && z->format[0] == 'f')
-        envelopes_f32_avx512(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
-    else if (use_avx512)
-        envelopes_f64_avx512(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
-    else
-#endif
-    if (z->format[0] == 'f') envelopes_f32(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
-    else envelopes_f64(z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0], out->buf);
+    STOI_CALL(envelopes, z->format[0] == 'f', z->buf, z->shape[0], z->shape[2], f, a, b, win->buf, e, ed->shape[0],
+              out->buf);
     Py_END_ALLOW_THREADS
     release(&g);
     Py_RETURN_NONE;
@@ -703,7 +713,8 @@ static PyObject *polyphase(PyObject *self, PyObject *args) {
     int64_t up = w->shape[0], k = w->shape[1], n_out = out->shape[2], size = x->itemsize, groups = (up + PG - 1) / PG;
     int64_t len = (n_out + up - 1) / up + 2 * 16 + k / down + 1;  /* the last block's columns: at most 2 x 16 lanes */
     int64_t *lo = PyMem_Malloc(2 * groups * sizeof(int64_t));
-    char *wt = PyMem_Calloc(groups * k * PG, size), *scratch = PyMem_Malloc(down * len * size);
+    char *wt = PyMem_Calloc(groups * k * PG, size);
+    void *scratch = PyMem_Malloc(down * len * size);
     if (!lo || !wt || !scratch) {
         PyMem_Free(lo);
         PyMem_Free(wt);
@@ -724,22 +735,9 @@ static PyObject *polyphase(PyObject *self, PyObject *args) {
             }
         }
     int64_t rows = x->shape[0], n = x->shape[1], stride = out->shape[1] * n_out;
+    void *taps = wt, *dest = (char *)out->buf + slot * n_out * size;
     Py_BEGIN_ALLOW_THREADS
-#ifdef FM_AVX512
-    if (use_avx512 && size == 4)
-        polyphase_f32_avx512(x->buf, rows, n, (const float *)wt, up, k, lo, hi, pad, down,
-                             (float *)out->buf + slot * n_out, n_out, stride, (float *)scratch, len);
-    else if (use_avx512)
-        polyphase_f64_avx512(x->buf, rows, n, (const double *)wt, up, k, lo, hi, pad, down,
-                             (double *)out->buf + slot * n_out, n_out, stride, (double *)scratch, len);
-    else
-#endif
-    if (size == 4)
-        polyphase_f32(x->buf, rows, n, (const float *)wt, up, k, lo, hi, pad, down, (float *)out->buf + slot * n_out,
-                      n_out, stride, (float *)scratch, len);
-    else
-        polyphase_f64(x->buf, rows, n, (const double *)wt, up, k, lo, hi, pad, down,
-                      (double *)out->buf + slot * n_out, n_out, stride, (double *)scratch, len);
+    STOI_CALL(polyphase, size == 4, x->buf, rows, n, taps, up, k, lo, hi, pad, down, dest, n_out, stride, scratch, len);
     Py_END_ALLOW_THREADS
     PyMem_Free(lo);
     PyMem_Free(wt);
