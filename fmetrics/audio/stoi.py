@@ -30,8 +30,10 @@ Per example (``target`` is the clean speech ``x``, ``preds`` the processed ``y``
    fewer than 30 frames left gets pystoi's ``1e-5``.
 
 Computed in float64 for float64 inputs (as pystoi), else in float32; on the
-CPU (eager) the signal stages and windows in cache-sized passes over the
-examples, the frame selection once per update. See docs/audio.md for the two
+CPU (eager, where host reads are allowed) the resampling, envelopes and
+windows in the optional C kernels (`fmetrics._native`), without them the
+signal stages and windows in cache-sized passes over the examples; the frame
+selection once per update. See docs/audio.md for the two
 differences from pystoi (no warning for too-short examples; constant bands in
 ESTOI).
 """
@@ -138,8 +140,9 @@ def resample(x, fs: int, plan=None) -> torch.Tensor:
     `_toeplitz` slices: ``terms`` dense products on shifted row ranges,
     accumulated in place, whose rows are blocks of ``L up`` outputs in order
     (5x faster than FFT convolution at 16 kHz, 1.5x faster than a strided
-    ``conv1d``). Eager (`_resample_views`): the rows are views of the signals
-    (no padded copy: 1.2-1.3x faster); under a trace, one padded copy of all.
+    ``conv1d``). Eager on the CPU: the polyphase sums in C (`_native_resample`),
+    else (`_resample_views`) the rows are views of the signals (no padded copy:
+    1.2-1.3x faster); under a trace, one padded copy of all.
     """
     if plan is None:  # (computed outside any trace by the factory: numpy filter design)
         plan = resample_plan(fs)
@@ -478,7 +481,8 @@ def _values(x: torch.Tensor, y: torch.Tensor, fs: int, extended: bool, hann, pla
     """Per-example values of ``(B, time)`` signals with at least 30 STFT frames at 10 kHz, float64: resampling
     and the frame selection at once (per pass: 1.2x slower; one resampled block of all examples also keeps
     float64's allocations from being returned to the system, and page-faulted in, on every call); on the
-    CPU (eager) the other stages ``step`` examples at a time (cache-sized, `_cpu_envelopes`)."""
+    CPU (eager) the other stages in the C kernels (`_native_envelopes`, `_native_windows`), without them
+    ``step`` examples at a time (cache-sized, `_cpu_envelopes`)."""
     z = resample((x, y), fs, plan)
     z = z.reshape(-1, 2, z.shape[-1])
     first, second, kept = _kept_frames(_frame_energy(z[:, 0], hann, frame_count(z.shape[-1])))
@@ -499,7 +503,8 @@ def stoi_values(preds: torch.Tensor, target: torch.Tensor, fs: int, extended: bo
     """Per-example STOI (or extended STOI) of ``(..., time)`` signals sampled at ``fs``, float64 values.
 
     Computed in float64 for float64 inputs (pystoi's precision), else in float32. On the CPU (eager)
-    the overlap-add, envelopes and windows take about `CHUNK` samples at a time (cache-sized).
+    without the C kernels the overlap-add, envelopes and windows take about `CHUNK` samples at a time
+    (cache-sized).
     """
     shape = preds.shape[:-1]
     dtype = torch.float64 if preds.dtype == torch.float64 else torch.float32
