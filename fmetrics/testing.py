@@ -243,22 +243,29 @@ class _Ctx:
         self.expected = self.value(self.run([self.full]))
         self.shared_epoch = shared_epoch  # the compile law checks the compile epoch law's run (both requested)
         self.epochs = epochs  # compiled epochs of earlier checks (`check_metric`'s ``epochs``), or None
+        self._pieces = None  # the epoch's pieces, drawn once
         self._epoch = None
 
-    def compiled_epoch(self) -> "_Epoch":
+    def compiled_epoch(self, compile: bool = True) -> Optional["_Epoch"]:
         """The update compiled as a user compiles it (eager backend, ``fullgraph=True``, dynamo's automatic
         dynamic shapes) and run from `init` over ~10 uneven pieces of the data: once per check, shared by the
         two compile laws (traces are most of their time), and with ``epochs`` by later checks of a metric
-        with the same ``state_key`` (one update, by contract) on the same pieces."""
+        with the same ``state_key`` (one update, by contract) on the same pieces. ``compile=False``: only
+        such an earlier epoch, else None."""
         if self._epoch is None:
-            pieces = [p for p in split_inputs(self.full, sorted(self.rng.randint(0, self.n) for _ in range(11)))
-                      if _num_samples(p)]
-            while len(pieces) < 10:
-                pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
+            if self._pieces is None:
+                pieces = [p for p in split_inputs(self.full, sorted(self.rng.randint(0, self.n) for _ in range(11)))
+                          if _num_samples(p)]
+                while len(pieces) < 10:
+                    pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
+                self._pieces = pieces
+            pieces = self._pieces
             key = None if self.epochs is None or self.m.state_key is None else \
                 (self.m.state_key, _fingerprint(pieces))
             if key is not None and key in self.epochs:
                 self._epoch = self.epochs[key]._replace(pieces=pieces)
+            elif not compile:
+                return None
             else:
                 self._epoch = _run_compiled_epoch(self.m, pieces)
                 if key is not None:
@@ -533,11 +540,12 @@ def _run_compiled_epoch(m: Metric, pieces: list) -> _Epoch:
 def _law_compile(c: _Ctx):
     """The update traces with ``fullgraph=True`` and its compiled values are the eager ones: checked on the
     compiled epoch (`_Ctx.compiled_epoch`: updates from `init` and from later states, the last value
-    against the eager run of the same pieces) where the compile epoch law runs too. Without it, or where the
-    epoch failed, one update alone from a fresh cache: this law fails only where a single compiled update does."""
+    against the eager run of the same pieces) where the compile epoch law runs too, or where an earlier
+    check of the same ``state_key`` compiled one (``epochs``). Otherwise, or where the epoch failed, one
+    update alone from a fresh cache: this law fails only where a single compiled update does."""
     import torch._dynamo
 
-    epoch = c.compiled_epoch() if c.shared_epoch else None
+    epoch = c.compiled_epoch(compile=c.shared_epoch)
     if epoch is not None and epoch.error is None:
         c.close(c.value(epoch.state), c.value(c.run(epoch.pieces)), "compiled update vs eager, the last of an epoch")
         return
@@ -629,7 +637,9 @@ def check_metric(
         laws' compiled epoch between metrics with one ``state_key`` checked
         on the same pieces: equal keys share one update (a collection runs
         it once), so its trace and recompile count are the same; the value
-        law still runs each metric's own ``finalize``. Default: no sharing.
+        law still runs each metric's own ``finalize``. The compile law
+        without the compile epoch law takes such an epoch where there is
+        one, else compiles one update. Default: no sharing.
 
     Returns:
       A `CheckReport`: the laws that held and the skipped ones with reasons.

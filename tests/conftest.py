@@ -1,3 +1,4 @@
+import gc
 import os
 
 import pytest
@@ -14,6 +15,16 @@ def pytest_addoption(parser):
         help="device of the law suite (tests/test_laws.py): cpu (default) or cuda[:N]. On cuda every case runs "
              "with its inputs and states on the GPU and every update under "
              "torch.cuda.set_sync_debug_mode('error'); without a GPU those tests skip, saying why.")
+
+
+def pytest_collection_finish(session):
+    """The collector's time halves: the collected cases (hundreds of thousands of objects) move out of its
+    reach (`gc.freeze`), and the young generation is collected every 50,000 allocations instead of 700.
+    Dynamo's traces in the compile laws allocate heavily; measured over 78 law cases, 8.4 s -> 4.6 s of
+    collections."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 10)
 
 
 @pytest.fixture(scope="session")

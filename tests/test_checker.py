@@ -299,6 +299,35 @@ def test_shared_epochs_trace_once_per_state_key_and_data(monkeypatch):
     assert traced == ["mean", "total", "keyless", "keyless"] and len(epochs) == 2
 
 
+def test_the_compile_law_alone_reuses_an_epoch_and_otherwise_traces_one_update(monkeypatch):
+    """Without the compile epoch law, the compile law takes an epoch compiled by an earlier check of the same
+    state key and data; with none it compiles one update (no epoch), and it still catches a wrong value."""
+    import torch._dynamo
+
+    from fmetrics import testing
+
+    traced, compiled = [], []
+    real_epoch, real_compile = testing._run_compiled_epoch, torch.compile
+    monkeypatch.setattr(testing, "_run_compiled_epoch", lambda m, pieces: traced.append(m.name) or real_epoch(m, pieces))
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(kw) or real_compile(fn, **kw))
+    epochs = {}
+    check_metric(_sum_metric("first", state_key="sums"), _batches(), laws=("compile", "compile epoch"), epochs=epochs)
+    check_metric(_sum_metric("option", state_key="sums"), _batches(), laws=("compile",), epochs=epochs)
+    assert traced == ["first"] and len(compiled) == 1  # the option took the first metric's epoch
+    check_metric(_sum_metric("alone", state_key="other"), _batches(), laws=("compile",), epochs=epochs)
+    assert traced == ["first"] and len(compiled) == 2 and len(epochs) == 1  # one update, no epoch kept
+
+    def wrong_when_traced(s, x):  # eager and compiled disagree: torch.compiler.is_compiling() is True only traced
+        return s._replace(total=s.total + x.sum(dtype=s.total.dtype) * (2 if torch.compiler.is_compiling() else 1),
+                          count=s.count + x.numel())
+
+    init, _, finalize = _good_parts()
+    wrong = fm.Metric(init=init, update=wrong_when_traced, merge=merge_fields(MeanState("sum", "sum")),
+                      finalize=finalize, name="wrong", state_key="wrong")
+    with pytest.raises(AssertionError, match="wrong: law 'compile' broken: compiled update vs eager"):
+        check_metric(wrong, _batches(), laws=("compile",), epochs=epochs)
+
+
 def test_a_shared_epoch_keeps_its_failure():
     class Grow(NamedTuple):
         chunks: tuple
