@@ -243,7 +243,7 @@ class _Ctx:
         self.expected = self.value(self.run([self.full]))
         self.shared_epoch = shared_epoch  # the compile law checks the compile epoch law's run (both requested)
         self.epochs = epochs  # compiled epochs of earlier checks (`check_metric`'s ``epochs``), or None
-        self._pieces = None  # the epoch's pieces, drawn once
+        self._pieces = None  # `epoch_pieces`
         self._epoch = None
 
     def compiled_epoch(self, compile: bool = True) -> Optional["_Epoch"]:
@@ -253,13 +253,7 @@ class _Ctx:
         with the same ``state_key`` (one update, by contract) on the same pieces. ``compile=False``: only
         such an earlier epoch, else None."""
         if self._epoch is None:
-            if self._pieces is None:
-                pieces = [p for p in split_inputs(self.full, sorted(self.rng.randint(0, self.n) for _ in range(11)))
-                          if _num_samples(p)]
-                while len(pieces) < 10:
-                    pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
-                self._pieces = pieces
-            pieces = self._pieces
+            pieces = self.epoch_pieces()
             key = None if self.epochs is None or self.m.state_key is None else \
                 (self.m.state_key, _fingerprint(pieces))
             if key is not None and key in self.epochs:
@@ -271,6 +265,16 @@ class _Ctx:
                 if key is not None:
                     self.epochs[key] = self._epoch._replace(pieces=None)
         return self._epoch
+
+    def epoch_pieces(self) -> list:
+        """The compiled epoch's >= 10 uneven pieces of the data, drawn once."""
+        if self._pieces is None:
+            pieces = [p for p in split_inputs(self.full, sorted(self.rng.randint(0, self.n) for _ in range(11)))
+                      if _num_samples(p)]
+            while len(pieces) < 10:
+                pieces = pieces + pieces  # repeat the data: the epoch is about recompiles
+            self._pieces = pieces
+        return self._pieces
 
     def run(self, batches, state=None):
         s = self.m.init() if state is None else state

@@ -10,6 +10,7 @@ trace one compiled update there (the compile law: no graph break, eager values),
 compiled for their ``state_key``; `test_compile_epoch_of_the_other_options` (slow) runs their epochs.
 """
 import pytest
+import torch
 
 from fmetrics.testing import LAWS, check_metric
 from tests._device import DEVICE_BLIND, HOST_INPUT_REASON, on_device
@@ -18,11 +19,20 @@ from tests.cases import all_cases
 CASES = all_cases()
 COMPILE_LAWS = ("compile", "compile epoch")  # ~97% of a case's time: run on the first seed only
 EPOCHS: dict = {}  # compiled epochs shared by the cases of one state key on the same data (in this process)
-_FIRST: dict = {}  # metric name -> the id of its first case
-for _case in CASES:
-    _FIRST.setdefault(_case.make().name, _case.id)
-OTHER_OPTIONS = [c for c in CASES if _FIRST[c.make().name] != c.id
-                 and "compile epoch" in c.check.get("laws", LAWS) and not c.make().host_input]
+
+
+def _other_options(cases) -> list:
+    """The compiling cases of a metric (by `Metric.name`) after its first case."""
+    seen, others = set(), []
+    for case in cases:
+        metric = case.make()
+        if metric.name in seen and "compile epoch" in case.check.get("laws", LAWS) and not metric.host_input:
+            others.append(case)
+        seen.add(metric.name)
+    return others
+
+
+OTHER_OPTIONS = _other_options(CASES)
 _OTHER_IDS = {c.id for c in OTHER_OPTIONS}
 
 
@@ -55,8 +65,6 @@ def test_laws(case, law_device):
 def test_compile_epoch_of_the_other_options(case):
     """The first seed of `test_laws` as it was before the default job left these cases' compile epochs to
     their metric's first case (module docstring): every law, on the same pieces."""
-    import torch
-
     metric, batches, reference = on_device(case, 0, torch.device("cpu"))
     report = check_metric(metric, batches, reference=reference, seed=0, epochs=EPOCHS,
                           **{**dict(case.check), "laws": _laws(case)})
